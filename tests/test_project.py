@@ -1,0 +1,106 @@
+"""The project's own housekeeping: packaging, environment file, notebooks, paths."""
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from palviz import files
+
+ROOT = Path(__file__).resolve().parents[1]
+# conda-forge names that differ from PyPI's
+CONDA_TO_PYPI = {"pytorch": "torch"}
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def test_environment_yml_names_the_same_dependencies_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r) for r in project["dependencies"]}
+    for extra in project["optional-dependencies"].values():
+        wanted |= {_name(r) for r in extra}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "conda-forge" in env["channels"]
+    named = set()
+    pip_section = []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            pip_section = dep["pip"]
+            named |= {_name(r) for r in pip_section if not r.startswith("-e")}
+        else:
+            named.add(CONDA_TO_PYPI.get(_name(dep), _name(dep)))
+    named -= {"python", "pip"}
+    assert named == wanted
+    assert "-e ." in pip_section, "the pip section must install the package itself"
+
+
+def test_pyproject_declares_python_console_script_and_ranges_not_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"].startswith(">=")
+    assert project["scripts"]["palviz"] == "palviz.cli:main"
+    for requirement in project["dependencies"]:
+        assert "==" not in requirement, f"pin a range, not a version: {requirement}"
+
+
+def _notebooks():
+    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_notebooks_are_numbered_in_order():
+    names = [p.stem for p in _notebooks()]
+    assert names, "no notebooks found"
+    numbers = [int(n[:2]) for n in names]
+    assert numbers == list(range(len(names))), names
+
+
+@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
+def test_notebook_is_stored_without_outputs_and_starts_with_parameters(path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    for cell in code:
+        assert not cell.get("outputs"), f"{path.name}: strip outputs"
+        assert cell.get("execution_count") is None, f"{path.name}: strip execution counts"
+    assert "parameters" in code[0].get("metadata", {}).get("tags", []), (
+        f"{path.name}: the first code cell must be tagged 'parameters'"
+    )
+    source = "".join(
+        cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        for cell in code
+    )
+    assert f'setup_notebook("{path.stem}"' in source, (
+        f"{path.name}: call setup_notebook with its name"
+    )
+
+
+def test_folders_resolve_against_the_project_root_from_notebooks(monkeypatch):
+    for var in ("PALVIZ_ROOT", "PALVIZ_DATA", "PALVIZ_RUNS", "PALVIZ_FIGURES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(ROOT / "notebooks")
+    assert files.project_root() == ROOT
+    assert files.data_dir() == ROOT / "data"
+    assert files.figures_dir("quick") == ROOT / "figures"
+    assert files.figures_dir("smoke") == ROOT / "figures" / "smoke"
+    monkeypatch.setenv("PALVIZ_RUNS", "/tmp/elsewhere")
+    assert files.runs_dir() == Path("/tmp/elsewhere")
+
+
+def test_unknown_profile_is_refused_with_the_allowed_names(monkeypatch):
+    monkeypatch.setenv("PALVIZ_PROFILE", "huge")
+    with pytest.raises(ValueError, match=r"profile must be one of .*'huge'"):
+        files.resolve_profile()
+
+
+def test_atomic_write_leaves_nothing_behind_on_error(tmp_path):
+    target = tmp_path / "result.json"
+    files.write_json(target, {"a": 1})
+    with pytest.raises(RuntimeError):
+        with files.atomic_write(target, "w") as handle:
+            handle.write("half")
+            raise RuntimeError("interrupted")
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
