@@ -1,0 +1,830 @@
+"""Datasets, long-tailed subsets, synthetic label noise and a device-resident batch iterator.
+
+Data policy
+-----------
+Two kinds of data, kept apart on purpose:
+
+* **Offline, embedded** (``"mnist1d"``, ``"digits"``): produced by an installed package, so
+  tests and the ``quick`` profile never touch the network. MNIST-1D is generated
+  procedurally by ``mnist1d.data.make_dataset`` and cached as ``.npz`` under ``data/``;
+  scikit-learn's digits ship with scikit-learn and are split here.
+* **Real, downloaded** (``"mnist"``, ``"cifar10"``, ``"cifar100"``): fetched by torchvision
+  into ``data/`` only when asked (``download=True`` or ``palviz download NAME``). torchvision
+  downloads and verifies the MD5 checksums; palviz then reads the files in their on-disk
+  format itself (CIFAR pickles, MNIST idx files), so tests can write small stand-in files in
+  the same format. Missing files without permission to download are a
+  :class:`FileNotFoundError` that names the command to fetch them.
+
+Images are returned as ``uint8`` tensors ``N x C x H x W``; normalisation and augmentation
+belong to the batch pipeline (:class:`BatchIterator`, :func:`normalize_images`). Vectors are
+``float32`` ``N x D``; labels are ``int64``.
+
+Long-tailed subsets follow the LDAM-DRW convention (REFERENCE.md 1) and label noise follows
+REFERENCE.md 4: exactly ``int(rate * n_class)`` flipped labels per class, so the realised
+rate is the nominal one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import pickle
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from palviz.files import data_dir, save_npz
+
+__all__ = [
+    "ASYMMETRIC_MAPS",
+    "DATASETS",
+    "BatchIterator",
+    "DatasetInfo",
+    "add_label_noise",
+    "asymmetric_map",
+    "dataset_info",
+    "load_dataset",
+    "long_tail_counts",
+    "long_tail_indices",
+    "make_long_tailed",
+    "normalize_images",
+]
+
+DATASETS: tuple[str, ...] = ("mnist1d", "digits", "mnist", "cifar10", "cifar100")
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches
+# ---------------------------------------------------------------------------------------------
+
+
+def _stats_tensor(
+    values: float | Sequence[float] | torch.Tensor | np.ndarray | None,
+    name: str,
+    ndim: int,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """``mean`` / ``std`` as a float32 tensor that broadcasts over a batch: shape ``(1, C, 1, 1)``
+    for images (``ndim == 4``), ``(D,)`` or ``()`` for everything else."""
+    if values is None:
+        return None
+    if isinstance(values, torch.Tensor):
+        t = values.detach().to(device=device, dtype=torch.float32)
+    else:
+        t = torch.as_tensor(np.asarray(values, dtype=np.float32), device=device)
+    if name == "std" and bool((t <= 0).any()):
+        raise ValueError(f"std must be > 0, got {t.tolist()}")
+    if ndim == 4:
+        t = t.reshape(1, -1, 1, 1)
+    return t
+
+
+def normalize_images(
+    x_uint8: torch.Tensor,
+    mean: float | Sequence[float] | torch.Tensor | None = None,
+    std: float | Sequence[float] | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Convert images to float32 in ``[0, 1]`` and normalise each channel:
+    ``(x / 255 - mean[c]) / std[c]``.
+
+    Args:
+        x_uint8: ``[batch_size, channels, height, width]`` images; ``uint8`` (0..255) are
+            divided by 255, floating-point images are taken as already in ``[0, 1]``.
+        mean, std: per-channel statistics (length ``channels``, or a scalar), or ``None``
+            to skip that step.
+
+    Returns:
+        ``[batch_size, channels, height, width]`` float32 tensor on ``x_uint8``'s device.
+    """
+    if x_uint8.dim() != 4:
+        raise ValueError(
+            f"x_uint8 must have 4 dimensions (N x C x H x W), got shape {tuple(x_uint8.shape)}"
+        )
+    x = x_uint8.float()
+    if x_uint8.dtype == torch.uint8:
+        x = x / 255.0
+    m = _stats_tensor(mean, "mean", 4, x.device)
+    s = _stats_tensor(std, "std", 4, x.device)
+    if m is not None:
+        x = x - m
+    if s is not None:
+        x = x / s
+    return x
+
+
+def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
+    """A CPU generator whose state is a pure function of ``(seed, epoch)``."""
+    state = np.random.SeedSequence([int(seed), int(epoch)]).generate_state(2, dtype=np.uint32)
+    g = torch.Generator(device="cpu")
+    g.manual_seed((int(state[0]) << 32 | int(state[1])) & ((1 << 63) - 1))
+    return g
+
+
+def _default_device(device: str | torch.device | None) -> torch.device:
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class _EpochBatches:
+    """An iterator over one epoch's batches that knows how many there are (for progress bars)."""
+
+    def __init__(self, batches: Iterator[tuple[torch.Tensor, torch.Tensor]], length: int):
+        self._batches = batches
+        self._length = length
+
+    def __iter__(self) -> _EpochBatches:
+        return self
+
+    def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class BatchIterator:
+    """Mini-batches drawn from tensors that live on the device for the whole run.
+
+    The data are moved to ``device`` once (``uint8`` images stay ``uint8`` there, four times
+    smaller than float32) and each batch is converted on the fly: images to float32 ``/ 255``,
+    then normalised per channel by ``mean`` / ``std`` when given; vectors (float32) are
+    normalised by ``mean`` / ``std`` (scalars or length-``D``) when given.
+
+    Augmentation (images only, ``augment=True``) is the CIFAR recipe of the published set-ups:
+    random crop with zero padding ``pad`` (the raw 0..255 pixels are padded with 0 *before*
+    normalisation, as ``torchvision.transforms.RandomCrop(32, padding=4)`` does on the PIL
+    image) and a horizontal flip with probability 0.5. It runs batched on the device: the
+    batch is padded once and each sample's crop is gathered from its own offsets.
+
+    Every random choice of epoch ``e`` (the shuffle order, the crop offsets, the flips) comes
+    from a CPU ``torch.Generator`` seeded from ``(seed, e)`` alone, so a run resumed at epoch
+    ``e`` sees exactly the batches it would have seen.
+
+    Args:
+        x: ``[N, C, H, W]`` images (``uint8`` or float in ``[0, 1]``) or ``[N, D]`` vectors.
+        y: ``[N]`` integer labels.
+        batch_size: samples per batch (the last batch may be smaller unless ``drop_last``).
+        shuffle: draw a fresh permutation each epoch; otherwise the stored order.
+        augment: random crop + horizontal flip (4-D inputs only).
+        mean, std: normalisation statistics (per channel for images), or ``None``.
+        device: where data and batches live; ``None`` means CUDA if available, else CPU.
+        seed: base seed of every epoch's randomness.
+        drop_last: drop the final incomplete batch.
+        pad: zero padding of the random crop, in pixels.
+
+    Yields (from :meth:`epoch`):
+        ``(xb, yb)``: ``xb`` float32 ``[B, C, H, W]`` or ``[B, D]``, ``yb`` int64 ``[B]``,
+        both on ``device``.
+    """
+
+    def __init__(
+        self,
+        x: torch.Tensor | np.ndarray,
+        y: torch.Tensor | np.ndarray,
+        batch_size: int,
+        *,
+        shuffle: bool = True,
+        augment: bool = False,
+        mean: float | Sequence[float] | torch.Tensor | None = None,
+        std: float | Sequence[float] | torch.Tensor | None = None,
+        device: str | torch.device | None = None,
+        seed: int = 0,
+        drop_last: bool = False,
+        pad: int = 4,
+    ) -> None:
+        x = torch.as_tensor(x)
+        y = torch.as_tensor(y)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if x.dim() < 2:
+            raise ValueError(f"x must have shape N x ... (at least 2-D), got {tuple(x.shape)}")
+        if y.dim() != 1:
+            raise ValueError(f"y must be 1-D (N labels), got shape {tuple(y.shape)}")
+        if len(x) != len(y):
+            raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y)}")
+        if augment and x.dim() != 4:
+            raise ValueError(
+                f"augment=True needs N x C x H x W images, got x of shape {tuple(x.shape)}"
+            )
+        if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
+            raise ValueError(f"pad must be an integer >= 0, got {pad!r}")
+        self.device = _default_device(device)
+        if x.dtype != torch.uint8:
+            x = x.float()
+        self.x = x.to(self.device)
+        self.y = y.long().to(self.device)
+        self.batch_size = batch_size
+        self.shuffle = bool(shuffle)
+        self.augment = bool(augment)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.pad = pad
+        self.mean = _stats_tensor(mean, "mean", x.dim(), self.device)
+        self.std = _stats_tensor(std, "std", x.dim(), self.device)
+
+    def __len__(self) -> int:
+        """Number of batches per epoch."""
+        n = len(self.y)
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    @property
+    def num_samples(self) -> int:
+        """``N``, the number of stored samples."""
+        return len(self.y)
+
+    def __iter__(self) -> _EpochBatches:
+        """The batches of epoch 0."""
+        return self.epoch(0)
+
+    def epoch(self, e: int) -> _EpochBatches:
+        """The batches of epoch ``e``, a pure function of ``(seed, e)``: an iterator of
+        ``(xb, yb)`` that also knows its length (``len(it.epoch(e)) == len(it)``)."""
+        n = len(self.y)
+        g = _epoch_generator(self.seed, e)
+        # All of the epoch's random numbers are drawn up front, in a fixed order.
+        order = torch.randperm(n, generator=g) if self.shuffle else torch.arange(n)
+        if self.augment:
+            offsets = torch.randint(0, 2 * self.pad + 1, (n, 2), generator=g)
+            flips = torch.rand(n, generator=g) < 0.5
+        else:
+            offsets = flips = None
+        return _EpochBatches(self._batches(order, offsets, flips), len(self))
+
+    def _batches(
+        self,
+        order: torch.Tensor,
+        offsets: torch.Tensor | None,
+        flips: torch.Tensor | None,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for b in range(len(self)):
+            sl = slice(b * self.batch_size, (b + 1) * self.batch_size)
+            idx = order[sl].to(self.device)
+            xb = self.x[idx]
+            if offsets is not None and flips is not None:
+                xb = self._crop_flip(xb, offsets[sl].to(self.device), flips[sl].to(self.device))
+            yield self._convert(xb), self.y[idx]
+
+    def _crop_flip(
+        self, xb: torch.Tensor, offsets: torch.Tensor, flips: torch.Tensor
+    ) -> torch.Tensor:
+        """Random crop of the zero-padded batch at per-sample ``offsets`` ``[B, 2]`` (row,
+        column), then mirror the samples where ``flips`` ``[B]`` is true."""
+        bsz, _, h, w = xb.shape
+        p = self.pad
+        padded = F.pad(xb, (p, p, p, p), value=0) if p > 0 else xb
+        padded = padded.permute(0, 2, 3, 1)  # [B, H+2p, W+2p, C]
+        ar_h = torch.arange(h, device=xb.device)
+        ar_w = torch.arange(w, device=xb.device)
+        rows = offsets[:, 0:1] + ar_h  # [B, H]
+        # A flipped crop reads its columns right to left.
+        cols_fwd = ar_w.expand(bsz, w)
+        cols = torch.where(flips[:, None], (w - 1) - cols_fwd, cols_fwd) + offsets[:, 1:2]
+        bi = torch.arange(bsz, device=xb.device)[:, None, None]
+        out = padded[bi, rows[:, :, None], cols[:, None, :]]  # [B, H, W, C]
+        return out.permute(0, 3, 1, 2).contiguous()
+
+    def _convert(self, xb: torch.Tensor) -> torch.Tensor:
+        xb = xb.float() / 255.0 if xb.dtype == torch.uint8 else xb.float()
+        if self.mean is not None:
+            xb = xb - self.mean
+        if self.std is not None:
+            xb = xb / self.std
+        return xb
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+# ---------------------------------------------------------------------------------------------
+
+# Per-channel statistics of the published CIFAR set-ups (REFERENCE.md 6). CIFAR-100 uses the
+# same constants, as the LDAM-DRW reference code does for both datasets.
+_CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+_CIFAR_STD = (0.2023, 0.1994, 0.2010)
+
+# MNIST-1D: 12000 generated samples (the package default is 5000), split 80/20 by the
+# generator, i.e. ~960 training samples per class. A rho = 100 long-tailed subset then keeps
+# ~9 samples in its rarest class instead of ~4. Seed 42 is the package default.
+MNIST1D_NUM_SAMPLES = 12000
+MNIST1D_SEED = 42
+
+# digits' per-channel statistics, computed from its training split (on the 0..1 scale of
+# the uint8 images); tests/test_data.py recomputes them.
+_DIGITS_MEAN = (0.3062,)
+_DIGITS_STD = (0.3769,)
+
+_NUM_CLASSES = {"mnist1d": 10, "digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a batch pipeline and a model need to know about a dataset.
+
+    Attributes:
+        name: one of :data:`DATASETS`.
+        num_classes: number of classes ``C``.
+        kind: ``"image"`` (``uint8`` ``N x C x H x W``) or ``"vector"`` (float32 ``N x D``).
+        shape: shape of one sample, e.g. ``(3, 32, 32)`` or ``(40,)``.
+        mean, std: per-channel normalisation statistics (images, on the ``[0, 1]`` scale);
+            ``None`` for vectors (MNIST-1D is standardised by its generator).
+        augment: whether the published set-up uses random crop + horizontal flip.
+    """
+
+    name: str
+    num_classes: int
+    kind: str
+    shape: tuple[int, ...]
+    mean: tuple[float, ...] | None
+    std: tuple[float, ...] | None
+    augment: bool
+
+
+def _check_name(name: str) -> None:
+    if name not in DATASETS:
+        raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The :class:`DatasetInfo` of ``name`` (one of :data:`DATASETS`).
+
+    digits' mean and std are those of its training split (rounded to 4 decimals);
+    CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
+    """
+    _check_name(name)
+    if name == "mnist1d":
+        return DatasetInfo(name, 10, "vector", (40,), None, None, False)
+    if name == "digits":
+        return DatasetInfo(name, 10, "image", (1, 8, 8), _DIGITS_MEAN, _DIGITS_STD, False)
+    if name == "mnist":
+        return DatasetInfo(name, 10, "image", (1, 28, 28), (0.1307,), (0.3081,), False)
+    if name == "cifar10":
+        return DatasetInfo(name, 10, "image", (3, 32, 32), _CIFAR_MEAN, _CIFAR_STD, True)
+    return DatasetInfo(name, 100, "image", (3, 32, 32), _CIFAR_MEAN, _CIFAR_STD, True)
+
+
+def load_dataset(
+    name: str,
+    split: str = "train",
+    root: str | Path | None = None,
+    download: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Load one split of a dataset.
+
+    Args:
+        name: one of :data:`DATASETS`.
+        split: ``"train"`` or ``"test"``.
+        root: data folder; ``None`` means the project's ``data/`` (:func:`palviz.files.data_dir`).
+        download: let torchvision fetch missing MNIST / CIFAR files into ``root``. Ignored by
+            the embedded datasets, which never need the network.
+
+    Returns:
+        ``(x, y)``: ``x`` is ``uint8`` ``[N, C, H, W]`` for images (MNIST ``1 x 28 x 28``,
+        CIFAR ``3 x 32 x 32``, digits ``1 x 8 x 8`` with the 0..16 values times 16, clipped
+        to 255) or float32 ``[N, 40]`` for MNIST-1D; ``y`` is int64 ``[N]``.
+
+    Sizes: MNIST-1D 9600 / 2400 (generated once, cached in
+    ``root/mnist1d/mnist1d_n12000_seed42.npz``), digits 1437 / 360 (stratified 80/20,
+    ``random_state=0``), MNIST 60000 / 10000, CIFAR 50000 / 10000.
+
+    Raises:
+        ValueError: unknown ``name`` or ``split``.
+        FileNotFoundError: MNIST / CIFAR files missing and ``download=False``; the message
+            gives the command that fetches them.
+    """
+    _check_name(name)
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be one of ('train', 'test'), got {split!r}")
+    root_path = Path(root).expanduser() if root is not None else data_dir()
+    if name == "mnist1d":
+        return _load_mnist1d(split, root_path)
+    if name == "digits":
+        return _load_digits(split)
+    if name == "mnist":
+        return _load_mnist(split, root_path, download, root is not None)
+    return _load_cifar(name, split, root_path, download, root is not None)
+
+
+def _load_mnist1d(split: str, root: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    path = root / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
+    if not path.is_file():
+        from mnist1d.data import get_dataset_args, make_dataset
+
+        args = get_dataset_args()
+        args.num_samples = MNIST1D_NUM_SAMPLES
+        args.seed = MNIST1D_SEED
+        # make_dataset reseeds Python's and NumPy's global generators: put them back after.
+        np_state, py_state = np.random.get_state(), random.getstate()
+        try:
+            data = make_dataset(args)
+        finally:
+            np.random.set_state(np_state)
+            random.setstate(py_state)
+        save_npz(
+            path,
+            x=np.asarray(data["x"], dtype=np.float32),
+            y=np.asarray(data["y"], dtype=np.int64),
+            x_test=np.asarray(data["x_test"], dtype=np.float32),
+            y_test=np.asarray(data["y_test"], dtype=np.int64),
+        )
+    kx, ky = ("x", "y") if split == "train" else ("x_test", "y_test")
+    with np.load(path) as arrays:
+        x = torch.from_numpy(arrays[kx].astype(np.float32))
+        y = torch.from_numpy(arrays[ky].astype(np.int64))
+    return x, y
+
+
+def _load_digits(split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    bunch = load_digits()
+    images = np.clip(bunch.images * 16, 0, 255).astype(np.uint8)[:, None]  # N x 1 x 8 x 8
+    labels = bunch.target.astype(np.int64)
+    train_idx, test_idx = train_test_split(
+        np.arange(len(labels)), test_size=0.2, stratify=labels, random_state=0
+    )
+    idx = np.sort(train_idx if split == "train" else test_idx)
+    return torch.from_numpy(images[idx]), torch.from_numpy(labels[idx])
+
+
+def _missing_error(name: str, root: Path, missing: Path, custom_root: bool) -> FileNotFoundError:
+    root_arg = f", root={str(root)!r}" if custom_root else ""
+    return FileNotFoundError(
+        f"{name} is not downloaded: {missing} does not exist. Fetch it with "
+        f"`palviz download {name}` (from the project root), or in Python with "
+        f"`palviz.data.load_dataset({name!r}{root_arg}, download=True)`."
+    )
+
+
+# ---- CIFAR: the python pickles of https://www.cs.toronto.edu/~kriz/cifar.html -----------------
+
+_CIFAR_LAYOUT = {
+    "cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)], ["test_batch"]),
+    "cifar100": ("cifar-100-python", ["train"], ["test"]),
+}
+
+
+def _unpickle(path: Path) -> dict:
+    with open(path, "rb") as handle:
+        batch = pickle.load(handle, encoding="latin1")
+    # The official files load with str keys under latin1; files written by Python 3 keep bytes.
+    return {(k.decode("latin1") if isinstance(k, bytes) else k): v for k, v in batch.items()}
+
+
+def _load_cifar(
+    name: str, split: str, root: Path, download: bool, custom_root: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    folder, train_files, test_files = _CIFAR_LAYOUT[name]
+    paths = [root / folder / f for f in (train_files if split == "train" else test_files)]
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        if not download:
+            raise _missing_error(name, root, missing[0], custom_root)
+        import torchvision
+
+        dataset_cls = (
+            torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
+        )
+        # torchvision downloads the archive, checks its MD5 and extracts it.
+        dataset_cls(str(root), train=split == "train", download=True)
+    label_key = "labels" if name == "cifar10" else "fine_labels"
+    xs, ys = [], []
+    for path in paths:
+        batch = _unpickle(path)
+        data = np.asarray(batch["data"], dtype=np.uint8)
+        xs.append(data.reshape(len(data), 3, 32, 32))
+        ys.append(np.asarray(batch[label_key], dtype=np.int64))
+    return torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
+
+
+# ---- MNIST: the idx files of http://yann.lecun.com/exdb/mnist/ ------------------------------
+
+_MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+def _find_idx(raw: Path, stem: str) -> Path | None:
+    for candidate in (raw / stem, raw / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """Read an idx file of unsigned bytes (magic ``0x0000 08 ndim``, big-endian int32 sizes)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        raw = handle.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise ValueError(f"{path} is not an idx file of unsigned bytes (bad magic number)")
+    ndim = raw[3]
+    dims = np.frombuffer(raw, dtype=">i4", count=ndim, offset=4).astype(int)
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(dims)):
+        raise ValueError(f"{path} holds {data.size} bytes of data, its header says {dims.tolist()}")
+    return data.reshape(tuple(dims)).copy()
+
+
+def _load_mnist(
+    split: str, root: Path, download: bool, custom_root: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    raw = root / "MNIST" / "raw"
+    image_stem, label_stem = _MNIST_FILES[split]
+    found = [_find_idx(raw, image_stem), _find_idx(raw, label_stem)]
+    if None in found:
+        if not download:
+            missing = raw / (image_stem if found[0] is None else label_stem)
+            raise _missing_error("mnist", root, missing, custom_root)
+        import torchvision
+
+        # torchvision downloads the gzipped idx files, checks their MD5 and extracts them.
+        torchvision.datasets.MNIST(str(root), train=split == "train", download=True)
+        found = [_find_idx(raw, image_stem), _find_idx(raw, label_stem)]
+    images = _read_idx(found[0])  # N x 28 x 28
+    labels = _read_idx(found[1]).astype(np.int64)
+    return torch.from_numpy(images[:, None]), torch.from_numpy(labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# Long-tailed subsets (REFERENCE.md 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def long_tail_counts(
+    n_max: int, num_classes: int, imbalance_ratio: float, profile: str = "exp"
+) -> list[int]:
+    """Per-class sample counts of a long-tailed set (LDAM-DRW convention).
+
+    * ``"exp"``: ``n_i = int(n_max * (1 / rho) ** (i / (C - 1)))`` for ``i = 0..C-1``
+      (truncation, not rounding); class 0 is the head, class ``C - 1`` the tail.
+    * ``"step"``: the first ``C // 2`` classes keep ``n_max``, the rest get ``int(n_max / rho)``.
+
+    Example: ``long_tail_counts(5000, 10, 100)`` is
+    ``[5000, 2997, 1796, 1077, 645, 387, 232, 139, 83, 50]`` (CIFAR-10-LT, 12,406 images).
+
+    Args:
+        n_max: samples of the largest class, ``>= 1``.
+        num_classes: ``C >= 2``.
+        imbalance_ratio: ``rho = n_max / n_min >= 1`` (1 gives a balanced set).
+        profile: ``"exp"`` or ``"step"``.
+
+    Raises:
+        ValueError: an argument out of range, or a ratio that would leave a class empty.
+    """
+    if not _is_int(n_max) or n_max < 1:
+        raise ValueError(f"n_max must be an integer >= 1, got {n_max!r}")
+    if not _is_int(num_classes) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
+    if isinstance(imbalance_ratio, bool) or not isinstance(
+        imbalance_ratio, (int, float, np.integer, np.floating)
+    ):
+        raise ValueError(f"imbalance_ratio must be a number >= 1, got {imbalance_ratio!r}")
+    if not imbalance_ratio >= 1 or not math.isfinite(imbalance_ratio):
+        raise ValueError(f"imbalance_ratio must be a finite number >= 1, got {imbalance_ratio!r}")
+    if profile not in ("exp", "step"):
+        raise ValueError(f"profile must be one of ('exp', 'step'), got {profile!r}")
+    n_max, num_classes = int(n_max), int(num_classes)
+    if profile == "exp":
+        counts = [
+            int(n_max * (1.0 / imbalance_ratio) ** (i / (num_classes - 1)))
+            for i in range(num_classes)
+        ]
+    else:
+        half = num_classes // 2
+        counts = [n_max] * half + [int(n_max / imbalance_ratio)] * (num_classes - half)
+    if min(counts) < 1:
+        raise ValueError(
+            f"imbalance_ratio={imbalance_ratio!r} with n_max={n_max} rounds the tail class "
+            f"count to 0 (counts {counts}); lower imbalance_ratio or raise n_max"
+        )
+    return counts
+
+
+def _as_label_array(targets: torch.Tensor | np.ndarray | Sequence[int], name: str) -> np.ndarray:
+    """A fresh 1-D int64 NumPy copy of ``targets``."""
+    if isinstance(targets, torch.Tensor):
+        arr = targets.detach().cpu().numpy()
+    else:
+        arr = np.asarray(targets)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size and not (np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError(f"{name} must hold integer class ids, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=True)
+
+
+def long_tail_indices(
+    targets: torch.Tensor | np.ndarray | Sequence[int],
+    counts: Sequence[int],
+    seed: int = 0,
+) -> np.ndarray:
+    """Indices of a long-tailed subset: ``counts[c]`` samples drawn at random from class ``c``.
+
+    Each class is shuffled by its own generator, seeded from ``(seed, c)``, and the first
+    ``counts[c]`` samples are kept; so the subsets are nested (a rarer subset with the same
+    seed is contained in a less rare one) and one class's draw does not depend on the others.
+
+    Args:
+        targets: ``[N]`` integer labels in ``[0, len(counts))``.
+        counts: samples to keep per class (e.g. from :func:`long_tail_counts`).
+        seed: the seed of the draw.
+
+    Returns:
+        Sorted int64 indices into ``targets``, ``sum(counts)`` of them.
+
+    Raises:
+        ValueError: a class has fewer samples than asked, or a label is out of range.
+    """
+    t = _as_label_array(targets, "targets")
+    counts = [int(c) for c in counts]
+    if not counts or min(counts) < 0:
+        raise ValueError(f"counts must be a non-empty list of integers >= 0, got {counts}")
+    num_classes = len(counts)
+    if t.size and (t.min() < 0 or t.max() >= num_classes):
+        raise ValueError(
+            f"targets must lie in [0, {num_classes}) (len(counts)), "
+            f"got values in [{t.min()}, {t.max()}]"
+        )
+    available = np.bincount(t, minlength=num_classes)
+    short = [c for c in range(num_classes) if available[c] < counts[c]]
+    if short:
+        c = short[0]
+        raise ValueError(
+            f"counts asks for {counts[c]} samples of class {c}, but targets has only "
+            f"{available[c]} (classes short of samples: {short})"
+        )
+    chosen = []
+    for c in range(num_classes):
+        members = np.flatnonzero(t == c)
+        rng = np.random.default_rng([int(seed), c])
+        chosen.append(members[rng.permutation(len(members))[: counts[c]]])
+    return np.sort(np.concatenate(chosen)).astype(np.int64)
+
+
+def make_long_tailed(
+    x: torch.Tensor | np.ndarray,
+    y: torch.Tensor | np.ndarray,
+    imbalance_ratio: float,
+    profile: str = "exp",
+    seed: int = 0,
+    n_max: int | None = None,
+) -> tuple[torch.Tensor | np.ndarray, torch.Tensor | np.ndarray, list[int]]:
+    """A long-tailed subset of a balanced training split.
+
+    Args:
+        x: ``[N, ...]`` samples.
+        y: ``[N]`` labels in ``[0, C)``, ``C = max(y) + 1``.
+        imbalance_ratio: ``rho = n_max / n_min``.
+        profile: ``"exp"`` or ``"step"`` (see :func:`long_tail_counts`).
+        seed: the seed of the per-class draw (see :func:`long_tail_indices`).
+        n_max: samples of the head class; default the smallest per-class count of ``y``, so
+            every class can supply its share (REFERENCE.md 1, embedded data).
+
+    Returns:
+        ``(x_lt, y_lt, counts)``: the subset (same type as the inputs, in the original order)
+        and the per-class counts, class 0 the head.
+    """
+    y_np = _as_label_array(y, "y")
+    if len(x) != len(y_np):
+        raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y_np)}")
+    if y_np.size == 0 or y_np.min() < 0:
+        raise ValueError("y must be non-empty with labels >= 0")
+    per_class = np.bincount(y_np)
+    if n_max is None:
+        n_max = int(per_class.min())
+    counts = long_tail_counts(n_max, len(per_class), imbalance_ratio, profile)
+    idx = long_tail_indices(y_np, counts, seed)
+    if isinstance(x, torch.Tensor):
+        x_lt = x[torch.from_numpy(idx).to(x.device)]
+    else:
+        x_lt = x[idx]
+    if isinstance(y, torch.Tensor):
+        y_lt = y[torch.from_numpy(idx).to(y.device)]
+    else:
+        y_lt = np.asarray(y)[idx]
+    return x_lt, y_lt, counts
+
+
+# ---------------------------------------------------------------------------------------------
+# Synthetic label noise (REFERENCE.md 4)
+# ---------------------------------------------------------------------------------------------
+
+_MNIST_MAP = {7: 1, 2: 7, 5: 6, 6: 5, 3: 8}
+
+#: Class-conditional flips of asymmetric noise, source class -> noisy class.
+ASYMMETRIC_MAPS: dict[str, dict[int, int]] = {
+    "mnist": dict(_MNIST_MAP),
+    "mnist1d": dict(_MNIST_MAP),
+    "digits": dict(_MNIST_MAP),
+    # truck -> automobile, bird -> airplane, cat <-> dog, deer -> horse
+    "cifar10": {9: 1, 2: 0, 3: 5, 5: 3, 4: 7},
+    # Within each block of 5 consecutive ids, i -> the next id of its block, cyclically
+    # (the convention of the published tables; not CIFAR-100's semantic superclasses).
+    "cifar100": {i: 5 * (i // 5) + (i + 1) % 5 for i in range(100)},
+}
+
+
+def asymmetric_map(dataset: str, num_classes: int | None = None) -> dict[int, int]:
+    """The asymmetric-noise map of ``dataset`` (a copy of ``ASYMMETRIC_MAPS[dataset]``),
+    source class -> noisy class. ``num_classes``, if given, must cover every id in the map."""
+    _check_dataset_arg(dataset)
+    mapping = dict(ASYMMETRIC_MAPS[dataset])
+    if num_classes is not None:
+        needed = max(max(mapping), max(mapping.values())) + 1
+        if not _is_int(num_classes) or num_classes < needed:
+            raise ValueError(
+                f"num_classes must be an integer >= {needed} for the {dataset} map, "
+                f"got {num_classes!r}"
+            )
+    return mapping
+
+
+def _check_dataset_arg(dataset: object) -> None:
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+
+
+def add_label_noise(
+    targets: torch.Tensor | np.ndarray | Sequence[int],
+    rate: float,
+    kind: str = "symmetric",
+    dataset: str | None = None,
+    seed: int = 0,
+    num_classes: int | None = None,
+) -> np.ndarray:
+    """Noisy copy of ``targets``; the input is never modified.
+
+    * ``"symmetric"``: in each class ``c``, exactly ``int(rate * n_c)`` labels, drawn at
+      random, move to a uniformly random *other* class.
+    * ``"asymmetric"``: for each source class ``s`` of the dataset's map
+      (:data:`ASYMMETRIC_MAPS`), exactly ``int(rate * n_s)`` samples, chosen among those whose
+      *clean* label is ``s``, get the label ``map[s]``. Other classes are untouched. The realised
+      rate is thus the nominal rate (up to truncation).
+
+    Args:
+        targets: ``[N]`` clean integer labels in ``[0, C)`` (NumPy, torch or a list).
+        rate: noise rate ``eta`` in ``[0, 1]``.
+        kind: ``"symmetric"`` or ``"asymmetric"``.
+        dataset: one of :data:`DATASETS`; required for ``"asymmetric"`` (it picks the map) and
+            sets ``C`` when ``num_classes`` is not given.
+        seed: the seed of the draw.
+        num_classes: ``C``; default the dataset's, else ``max(targets) + 1``.
+
+    Returns:
+        ``[N]`` int64 NumPy array of noisy labels.
+    """
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)):
+        raise ValueError(f"rate must be a number in [0, 1], got {rate!r}")
+    if not 0.0 <= float(rate) <= 1.0:
+        raise ValueError(f"rate must be in [0, 1], got {rate!r}")
+    if kind not in ("symmetric", "asymmetric"):
+        raise ValueError(f"kind must be one of ('symmetric', 'asymmetric'), got {kind!r}")
+    if dataset is not None:
+        _check_dataset_arg(dataset)
+    elif kind == "asymmetric":
+        raise ValueError(
+            f"dataset must be given for kind='asymmetric' (it picks the class map), one of "
+            f"{tuple(ASYMMETRIC_MAPS)}; got dataset=None"
+        )
+    clean = _as_label_array(targets, "targets")
+    if num_classes is None:
+        if dataset is not None:
+            num_classes = _NUM_CLASSES[dataset]
+        else:
+            num_classes = int(clean.max()) + 1 if clean.size else 1
+    if not _is_int(num_classes) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
+    if clean.size and (clean.min() < 0 or clean.max() >= num_classes):
+        raise ValueError(
+            f"targets must lie in [0, {num_classes}) (num_classes), "
+            f"got values in [{clean.min()}, {clean.max()}]"
+        )
+    mapping = asymmetric_map(dataset, num_classes) if kind == "asymmetric" else None
+
+    rng = np.random.default_rng(seed)
+    noisy = clean.copy()
+    for c in range(num_classes):
+        if mapping is not None and c not in mapping:
+            continue
+        members = np.flatnonzero(clean == c)
+        k = int(rate * len(members))
+        if k == 0:
+            continue
+        flipped = rng.choice(members, size=k, replace=False)
+        if mapping is not None:
+            noisy[flipped] = mapping[c]
+        else:
+            # c + U{1, ..., C-1} (mod C) is uniform over the classes other than c.
+            noisy[flipped] = (c + rng.integers(1, num_classes, size=k)) % num_classes
+    return noisy
