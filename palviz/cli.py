@@ -1,0 +1,207 @@
+"""The ``palviz`` command.
+
+::
+
+    palviz figures [--profile smoke|quick|paper] [--only 00 06 ...] [--download]
+    palviz runs [--clear] [--keys KEY ...]
+    palviz download {mnist,cifar10,cifar100} [...]
+    palviz gallery [--profile quick]
+
+``figures`` executes the notebooks in order (working directory ``notebooks/``, as in
+JupyterLab), leaves their figures in ``figures/`` and writes executed copies to
+``build/<profile>/`` as ``.ipynb`` and ``.html``. Training results come from the run cache
+(``runs/``), so a second ``figures`` only re-renders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from palviz.files import PROFILES, build_dir, cache_dir, figures_dir, project_root
+
+#: Datasets the ``paper`` profile reads, by notebook.
+PAPER_DATASETS = {"06": ("cifar10", "cifar100"), "07": ("mnist", "cifar10", "cifar100")}
+PAPER_DATASETS["08"] = ("cifar10",)
+DOWNLOADABLE = ("mnist", "cifar10", "cifar100")
+
+#: README gallery: (figure file stem, image name in docs/img)
+GALLERY = (
+    ("01_simplex_prototypes_tetrahedron", "simplex_tetrahedron.png"),
+    ("02_minority_collapse_cosine_vs_ratio", "minority_collapse.png"),
+    ("04_lipschitz_bounds_vs_s_lambda_vs_b", "lipschitz.png"),
+    ("05_margins_lmsce_ldam_elm_effective_margin", "elm_effective_margin.png"),
+    ("06_long_tailed_per_class_accuracy", "long_tailed_per_class.png"),
+    ("07_noisy_labels_accuracy_vs_s", "noisy_accuracy_vs_s.png"),
+    ("08_feature_geometry_umap", "umap.png"),
+)
+
+
+def notebooks(only: list[str] | None = None) -> list[Path]:
+    """The notebooks in order, or those whose two-digit number is in ``only``."""
+    folder = project_root() / "notebooks"
+    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        numbers = {n.zfill(2) for n in only}
+        unknown = numbers - {p.name[:2] for p in found}
+        if unknown:
+            allowed = [p.name[:2] for p in found]
+            raise SystemExit(f"--only: no notebook numbered {sorted(unknown)}; have {allowed}")
+        found = [p for p in found if p.name[:2] in numbers]
+    return found
+
+
+def missing_datasets(names) -> list[str]:
+    """Which of these downloadable datasets are not on disk."""
+    from palviz.data import load_dataset
+
+    missing = []
+    for name in names:
+        try:
+            load_dataset(name, "test")
+        except FileNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 3600) -> float:
+    """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``; write the executed copy
+    as .ipynb and .html into ``out_dir``. Returns the seconds it took."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(path, as_version=4)
+    os.environ["PALVIZ_PROFILE"] = profile
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    start = time.perf_counter()
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": path.parent}}
+    )
+    try:
+        client.execute()
+    finally:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out_dir / path.name)
+        html, _ = HTMLExporter().from_notebook_node(nb)
+        (out_dir / path.with_suffix(".html").name).write_text(html, encoding="utf-8")
+    return time.perf_counter() - start
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    selected = notebooks(args.only)
+    if args.profile == "paper":
+        needed = sorted({d for p in selected for d in PAPER_DATASETS.get(p.name[:2], ())})
+        if args.download:
+            for name in needed:
+                _download(name)
+        missing = missing_datasets(needed)
+        if missing:
+            print(
+                "The paper profile needs datasets that are not in data/: "
+                + ", ".join(missing)
+                + f"\nFetch them with:  palviz download {' '.join(missing)}"
+                + "\nor run:           palviz figures --profile paper --download",
+                file=sys.stderr,
+            )
+            return 2
+    out_dir = build_dir() / args.profile
+    times = {}
+    total = time.perf_counter()
+    with tqdm(selected, desc=f"notebooks ({args.profile})", unit="nb") as bar:
+        for path in bar:
+            bar.set_postfix_str(path.stem)
+            times[path.stem] = execute_notebook(path, args.profile, out_dir)
+    for name, seconds in times.items():
+        print(f"{seconds:8.1f} s  {name}")
+    print(f"{time.perf_counter() - total:8.1f} s  total; figures in {figures_dir(args.profile)}")
+    print(f"executed notebooks (.ipynb, .html) in {out_dir}")
+    return 0
+
+
+def _download(name: str) -> None:
+    from palviz.data import load_dataset
+
+    print(f"downloading {name} into data/ ...")
+    for split in ("train", "test"):
+        load_dataset(name, split, download=True)
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    for name in args.names:
+        _download(name)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from palviz.experiments import clear_runs, list_runs
+
+    if args.clear:
+        n = clear_runs(args.keys or None)
+        print(f"deleted {n} cached run(s)")
+        return 0
+    rows = list_runs()
+    if not rows:
+        print("no cached runs")
+        return 0
+    print(f"{'key':16}  {'label':18} {'dataset':9} {'loss':10} {'head':8} {'ep':>4} {'acc':>6}  MB")
+    for r in rows:
+        acc = f"{100 * r['last_acc']:.1f}" if r["last_acc"] is not None else "(part)"
+        print(
+            f"{r['key']:16}  {r['label'][:18]:18} {r['dataset']:9} {r['loss'][:10]:10} "
+            f"{r['head']:8} {r['epochs'] or 0:>4} {acc:>6}  {r['bytes'] / 1e6:.1f}"
+        )
+    print(f"{len(rows)} run(s), {sum(r['bytes'] for r in rows) / 1e6:.1f} MB")
+    return 0
+
+
+def cmd_gallery(args: argparse.Namespace) -> int:
+    """Copy the README gallery figures into docs/img/, at most 900 px wide."""
+    from PIL import Image
+
+    source = figures_dir(args.profile)
+    target = project_root() / "docs" / "img"
+    missing = [stem for stem, _ in GALLERY if not (source / f"{stem}.png").exists()]
+    if missing:
+        print(f"missing figures (run `palviz figures` first): {missing}", file=sys.stderr)
+        return 2
+    target.mkdir(parents=True, exist_ok=True)
+    for stem, name in GALLERY:
+        with Image.open(source / f"{stem}.png") as image:
+            scale = min(1.0, 900 / image.width)
+            size = (round(image.width * scale), round(image.height * scale))
+            image.convert("RGB").resize(size, Image.LANCZOS).save(target / name, optimize=True)
+        print(f"docs/img/{name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("figures", help="execute the notebooks and regenerate every figure")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--download", action="store_true", help="paper profile: fetch datasets")
+    p.set_defaults(func=cmd_figures)
+    p = sub.add_parser("runs", help="list (or --clear) the cached training runs")
+    p.add_argument("--clear", action="store_true")
+    p.add_argument("--keys", nargs="+", metavar="KEY", help="with --clear: only these runs")
+    p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("download", help="fetch datasets for the paper profile")
+    p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
+    p.set_defaults(func=cmd_download)
+    p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.set_defaults(func=cmd_gallery)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
