@@ -5,9 +5,10 @@ Modules, one concern each (arrows point one way: experiments -> train ->
 models, heads, losses, data, metrics; viz and theory depend on nothing above them):
 
 - :mod:`palviz.losses`   every loss of the two papers, ``make_loss(name, **kw)``
-- :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads, ``simplex_prototypes``
-- :mod:`palviz.models`   ResNet-32/34 for CIFAR, the small CNNs of the noise tables, CPU-sized nets
-- :mod:`palviz.data`     datasets, long-tailed subsets, label noise, a device-resident batch iterator
+- :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
+  ``simplex_prototypes``
+- :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
+- :mod:`palviz.data`     datasets, long-tailed subsets, label noise, a device-resident batch loader
 - :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.theory`   layer-peeled model, Lipschitz constants, margins
