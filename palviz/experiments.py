@@ -559,3 +559,109 @@ def lt_spec(
         train=config,
         label=recipe["label"],
     )
+
+
+def noisy_setup(profile: str | None = None) -> dict:
+    """Data, model and schedule of the noisy-label experiments (notebook 07).
+
+    ``smoke``: MNIST-1D, 600 training samples, 2 epochs, one noise rate of each kind.
+    ``quick``: MNIST-1D, 4,000 training samples (balanced, stratified), the 1-D CNN,
+    20 epochs, SGD + cosine annealing, clip 5.0 (the APL recipe, shortened).
+    ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and
+    CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of REFERENCE.md 3.
+    """
+    profile = resolve_profile(profile)
+    symmetric, asymmetric = (0.2, 0.4, 0.6, 0.8), (0.1, 0.2, 0.3, 0.4)
+    if profile == "paper":
+        apl = {"batch_size": 128, "momentum": 0.9, "schedule": "cosine", "grad_clip": 5.0}
+        return {
+            "datasets": {
+                "mnist": {
+                    "arch": "cnn_mnist",
+                    "train": {
+                        **apl,
+                        "epochs": 50,
+                        "lr": 0.01,
+                        "weight_decay": 1e-2,
+                        "nesterov": True,
+                        "eta_min": 1e-3,
+                    },
+                },
+                "cifar10": {
+                    "arch": "cnn_cifar10",
+                    "train": {
+                        **apl,
+                        "epochs": 120,
+                        "lr": 0.01,
+                        "weight_decay": 1e-4,
+                        "augment": True,
+                    },
+                },
+                "cifar100": {
+                    "arch": "resnet34",
+                    "train": {
+                        **apl,
+                        "epochs": 200,
+                        "lr": 0.1,
+                        "weight_decay": 1e-5,
+                        "augment": True,
+                    },
+                },
+            },
+            "symmetric": symmetric,
+            "asymmetric": asymmetric,
+            "seeds": (0,),
+            "train_size": None,
+        }
+    smoke = profile == "smoke"
+    train = {
+        "epochs": 2 if smoke else 20,
+        "batch_size": 128,
+        "lr": 0.05,
+        "weight_decay": 5e-4,
+        "schedule": "cosine",
+        "grad_clip": 5.0,
+    }
+    return {
+        "datasets": {"mnist1d": {"arch": "cnn1d", "train": train}},
+        "symmetric": (0.4,) if smoke else symmetric,
+        "asymmetric": (0.2,) if smoke else asymmetric,
+        "seeds": (0,),
+        "train_size": 600 if smoke else 4000,
+    }
+
+
+def noisy_spec(
+    method: str,
+    eta: float,
+    kind: str = "symmetric",
+    *,
+    seed: int = 0,
+    profile: str | None = None,
+    dataset: str | None = None,
+    scale: float | None = None,
+    **train_changes: Any,
+) -> RunSpec:
+    """The :class:`RunSpec` of a noisy-label method (see :func:`noisy_setup`)."""
+    setup = noisy_setup(profile)
+    dataset = dataset or next(iter(setup["datasets"]))
+    if dataset not in setup["datasets"]:
+        raise ValueError(f"dataset must be one of {tuple(setup['datasets'])}, got {dataset!r}")
+    recipe = noise_method(method, dataset, eta, scale)
+    info = pdata.dataset_info(dataset)
+    schedule = {**setup["datasets"][dataset]["train"], **train_changes}
+    config = TrainConfig(seed=seed, mean=info.mean, std=info.std, progress=False, **schedule)
+    return RunSpec(
+        dataset=dataset,
+        arch=setup["datasets"][dataset]["arch"],
+        loss=recipe["loss"],
+        loss_kw=recipe["loss_kw"],
+        head=recipe["head"],
+        head_kw=recipe["head_kw"],
+        noise_rate=float(eta),
+        noise_kind=kind,
+        train_size=setup["train_size"],
+        seed=seed,
+        train=config,
+        label=recipe["label"],
+    )
