@@ -483,7 +483,7 @@ def noise_method(name: str, dataset: str, eta: float, scale: float | None = None
 def long_tailed_setup(profile: str | None = None) -> dict:
     """Data, model and schedule of the long-tailed experiments (notebooks 00, 06, 08).
 
-    ``smoke``: MNIST-1D, 800 training samples before the long-tailed cut, 2 epochs.
+    ``smoke``: MNIST-1D-LT as in ``quick`` but 2 epochs and one seed.
     ``quick``: MNIST-1D (about 960 training samples per class before the cut), the 1-D CNN,
     30 epochs with the LDAM-DRW shape of schedule scaled down (warm-up 2 epochs, DRW and
     the first decay at 80 % of training, the second at 90 %).
@@ -504,7 +504,7 @@ def long_tailed_setup(profile: str | None = None) -> dict:
         "arch": "cnn1d",
         "ratios": (100,) if profile == "smoke" else (100, 10),
         "seeds": (0,) if profile == "smoke" else (0, 1),
-        "train_size": 800 if profile == "smoke" else None,
+        "train_size": None,
         "train": _ldam_schedule(epochs, batch_size=64, augment=False, lr=0.05),
     }
 
@@ -512,7 +512,8 @@ def long_tailed_setup(profile: str | None = None) -> dict:
 def _ldam_schedule(epochs: int, *, batch_size: int, augment: bool, lr: float = 0.1) -> dict:
     """LDAM-DRW's schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs), DRW and
     lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9, wd 2e-4."""
-    first, second = round(0.8 * epochs), round(0.9 * epochs)
+    first = round(0.8 * epochs)
+    second = max(round(0.9 * epochs), first + 1)
     return {
         "epochs": epochs,
         "batch_size": batch_size,
@@ -520,6 +521,7 @@ def _ldam_schedule(epochs: int, *, batch_size: int, augment: bool, lr: float = 0
         "weight_decay": 2e-4,
         "schedule": "multistep",
         "milestones": (first, second),
+        "lr_factors": (0.01, 1e-4),
         "warmup_epochs": max(1, round(epochs * 5 / 200)) if epochs >= 10 else 0,
         "drw_epoch": first,
         "augment": augment,

@@ -1,0 +1,483 @@
+r"""
+# Classifier heads: linear, cosine (FNPN) and prototype-anchored (PAL / FNPAL)
+
+A head maps penultimate features $z \in \mathbb{R}^{d}$ (a batch `[batch_size, in_features]`)
+to logits `[batch_size, num_classes]`. Every head here exposes its class vectors
+$W = [w_1, \dots, w_k]^\top$ (shape `[num_classes, in_features]`) through a `prototypes`
+property, so metrics (minimum angle, norms, margins) read them the same way for every head.
+
+* `LinearHead`: $\text{logits} = W z + b$, everything learned (the plain softmax classifier).
+* `CosineHead`: $\text{logits} = s \, \frac{W z}{\|w_j\| \|z\|}$ with learnable $W$.
+  With $s = 1$ this is LDAM's `NormedLinear` (the loss supplies the scale, e.g. $s = 30$);
+  with $s > 1$ it is FNPN, the "normalised features, normalised learnable prototypes"
+  comparison of PAL (Fig. 5).
+* `AnchoredHead`: prototypes fixed before training, stored as a buffer (never a parameter,
+  never updated). PAL: $\text{logits} = W z$. FNPAL (`normalize=True`):
+  $\text{logits} = s \, W \frac{z}{\|z\|}$.
+
+## The regular simplex
+
+PAL (Lemma 3.1, Theorem 3.2) shows that with a balanced set and no margin, the prototypes that
+maximise the minimal sample margin form a regular simplex on the unit sphere,
+
+$$w_i^\top w_j = -\frac{1}{k-1}, \qquad i \neq j,$$
+
+which exists when $d \geq k - 1$. `simplex_prototypes` builds it in two ways:
+
+* `"optimize"` (PAL's Table 7 recipe): draw $N = k$ features $z_i$ and $k$ prototypes $w_i$ with
+  labels $y_i = i$ and minimise the normalised softmax loss $L_0$ directly,
+  $$L_0 = -\frac{1}{k}\sum_{i=1}^{k} \log
+  \frac{e^{s \hat w_i^\top \hat z_i}}{\sum_{j} e^{s \hat w_j^\top \hat z_i}},
+  \qquad \hat v = v / \|v\|,$$
+  then keep $\hat w$. The scale must be small: at $s \geq 10$ the loss saturates before the
+  configuration is equiangular, and SGD stalls; Adam at a small scale converges.
+* `"etf"` (closed form, the simplex equiangular tight frame): with
+  $M = I_k - \frac{1}{k}\mathbf{1}\mathbf{1}^\top$, the prototypes are the normalised rows of
+  $M U^\top$ for $U \in \mathbb{R}^{d \times k}$ with orthonormal columns ($d \geq k$), or of
+  $M V$ for $V \in \mathbb{R}^{k \times (k-1)}$ an orthonormal basis of $\mathbf{1}^\perp$
+  ($d = k - 1$).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = [
+    "HEAD_KINDS",
+    "PROTOTYPE_METHODS",
+    "AnchoredHead",
+    "CosineHead",
+    "LinearHead",
+    "make_head",
+    "optimize_prototypes",
+    "simplex_prototypes",
+]
+
+PROTOTYPE_METHODS = ("optimize", "etf")
+HEAD_KINDS = ("linear", "cosine", "anchored")
+
+# Defaults of the "optimize" recipe. Adam at a small scale converges to the simplex; the
+# check every `_CHECK_EVERY` steps stops as soon as every pairwise cosine is within
+# `_OPT_TOL` of -1/(k-1) (for k = 100, d = 128: about 4000 steps, 2-3 s on one CPU core).
+_OPT_SCALE = 2.0
+_OPT_LR = 0.01
+_OPT_MAX_STEPS = 10_000
+_OPT_TOL = 1e-5
+_CHECK_EVERY = 250
+
+
+# ----------------------------------------------------------------------------------------------
+# validation
+# ----------------------------------------------------------------------------------------------
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return float(value)
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def _check_features(z: torch.Tensor, in_features: int) -> None:
+    if z.dim() != 2 or z.shape[1] != in_features:
+        raise ValueError(
+            f"features must have shape (batch_size, {in_features}), got {tuple(z.shape)}"
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# simplex prototypes
+# ----------------------------------------------------------------------------------------------
+def _max_cosine_error(w: torch.Tensor) -> float:
+    r"""$\max_{i \neq j} |\hat w_i^\top \hat w_j + 1/(k-1)|$ for `w` of shape `[k, d]`."""
+    k = w.shape[0]
+    wn = F.normalize(w.detach().double(), dim=1)
+    cos = wn @ wn.T
+    off = ~torch.eye(k, dtype=torch.bool)
+    return float((cos[off] + 1.0 / (k - 1)).abs().max())
+
+
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    # The matrices are tiny (k x d); extra threads only add synchronisation, and on a busy
+    # machine oversubscription makes the loop many times slower.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def _l0_loss_and_grad(X: torch.Tensor, k: int, s: float) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""$L_0$ and its gradient for stacked `X = [z; w]` of shape `[2k, d]` (labels $y_i = i$).
+
+    With $\hat Z, \hat W$ the row-normalised halves, $P = \mathrm{softmax}(s \hat Z \hat W^\top)$
+    (row-wise) and $G = \frac{s}{k}(P - I)$:
+    $\partial L_0 / \partial \hat Z = G \hat W$, $\partial L_0 / \partial \hat W = G^\top \hat Z$,
+    and through the normalisation $\partial L_0/\partial x = (g - \hat x\, \hat x^\top g)/\|x\|$.
+    Written out by hand because it is ~3x faster than autograd at this size.
+    """
+    norms = X.norm(dim=1, keepdim=True)
+    Xn = X / norms
+    zn, wn = Xn[:k], Xn[k:]
+    logits = s * (zn @ wn.T)
+    # L_0 = mean_i CE(s cos(z_i, w_.), i)
+    logp = torch.log_softmax(logits, dim=1)
+    loss = -logp.diagonal().mean()
+    G = (logp.exp() - torch.eye(k, dtype=X.dtype)) * (s / k)
+    dXn = torch.cat([G @ wn, G.T @ zn])
+    # project out the radial part: d(x/||x||)/dx = (I - x^ x^T) / ||x||
+    grad = (dXn - Xn * (dXn * Xn).sum(dim=1, keepdim=True)) / norms
+    return loss, grad
+
+
+def optimize_prototypes(
+    num_classes: int,
+    dim: int,
+    scale: float = _OPT_SCALE,
+    lr: float = _OPT_LR,
+    steps: int = _OPT_MAX_STEPS,
+    optimizer: str = "adam",
+    tol: float | None = _OPT_TOL,
+    seed: int = 0,
+    record_every: int = _CHECK_EVERY,
+) -> tuple[torch.Tensor, dict[str, list[float]]]:
+    r"""PAL's prototype generation (Table 7), with its history, for teaching.
+
+    Minimises the normalised softmax loss $L_0$ over $k$ random features $z_i$ and $k$ random
+    prototypes $w_i$ with labels $y_i = i$ (balanced, $N = k$):
+
+    $$L_0 = -\frac{1}{k}\sum_{i=1}^{k}
+    \log \frac{e^{s \hat w_i^\top \hat z_i}}{\sum_{j=1}^{k} e^{s \hat w_j^\top \hat z_i}},
+    \qquad \hat v = v / \|v\|_2 .$$
+
+    The gradient is computed in closed form and the optimiser (Adam with PyTorch's default
+    betas (0.9, 0.999) and eps 1e-8, or plain SGD) is written out, in float32, on one thread.
+
+    Args:
+        num_classes: $k \geq 2$.
+        dim: feature dimension $d \geq 1$ (a simplex needs $d \geq k - 1$).
+        scale: $s > 0$. Small (1-2) works; $s \geq 10$ saturates before the simplex is reached.
+        lr: learning rate.
+        steps: maximum number of steps.
+        optimizer: ``"adam"`` (converges) or ``"sgd"`` (plain gradient descent; stalls, kept to
+            show it).
+        tol: stop once $\max_{i\neq j}|\hat w_i^\top \hat w_j + \frac{1}{k-1}| <$ `tol`
+            (checked every `record_every` steps; only when $d \geq k-1$). ``None`` runs all
+            `steps`. For $d < k-1$ (no simplex) the run stops when $L_0$ no longer changes
+            (relative change below 1e-7 between two checks).
+        seed: seeds the random initialisation; the result is deterministic for a seed.
+        record_every: record the history (and check for convergence) every so many steps.
+
+    In one dimension the unit sphere is $\{-1, +1\}$ and normalisation has zero gradient, so
+    ``dim=1`` returns alternating signs $(+1, -1, +1, \dots)$ directly with an empty history.
+
+    Returns:
+        ``(W, history)``: `W` float32 `[num_classes, dim]` with unit rows, and ``history`` with
+        lists ``"step"``, ``"loss"`` and ``"max_cosine_error"`` (the distance of the worst
+        pairwise cosine from $-1/(k-1)$).
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    d = _check_int("dim", dim, 1)
+    s = _check_positive("scale", scale)
+    lr = _check_positive("lr", lr)
+    steps = _check_int("steps", steps, 1)
+    optimizer = _check_choice("optimizer", optimizer, ("adam", "sgd"))
+    record_every = _check_int("record_every", record_every, 1)
+    if tol is not None:
+        tol = _check_positive("tol", tol)
+    seed = _check_int("seed", seed, 0)
+
+    history: dict[str, list[float]] = {"step": [], "loss": [], "max_cosine_error": []}
+    if d == 1:
+        # The unit "sphere" of R^1 is {-1, +1}: normalisation has zero gradient, so no step
+        # can move a point. Return the optimum directly: alternating signs (the simplex when
+        # k = 2; for k > 2 the two halves are as balanced as possible).
+        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])
+        return signs[:, None], history
+
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(k, d, generator=gen)
+    w = torch.randn(k, d, generator=gen)
+    X = torch.cat([z, w])  # [2k, d]: features then prototypes
+    m = torch.zeros_like(X)
+    v = torch.zeros_like(X)
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    simplex_exists = d >= k - 1
+    previous_loss = math.inf
+    with _single_thread():
+        for step in range(1, steps + 1):
+            loss, grad = _l0_loss_and_grad(X, k, s)
+            if optimizer == "sgd":
+                X.add_(grad, alpha=-lr)
+            else:
+                # Adam: m <- b1 m + (1-b1) g, v <- b2 v + (1-b2) g^2,
+                # x <- x - lr * m_hat / (sqrt(v_hat) + eps)
+                m.mul_(beta1).add_(grad, alpha=1 - beta1)
+                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (v.sqrt() / math.sqrt(1 - beta2**step)).add_(eps)
+                X.addcdiv_(m, denom, value=-lr / (1 - beta1**step))
+            if step % record_every == 0 or step == steps:
+                value = float(loss)
+                err = _max_cosine_error(X[k:])
+                history["step"].append(float(step))
+                history["loss"].append(value)
+                history["max_cosine_error"].append(err)
+                if tol is not None:
+                    if simplex_exists and err < tol:
+                        break
+                    if not simplex_exists and abs(previous_loss - value) < 1e-7 * max(1.0, value):
+                        break
+                previous_loss = value
+    W = F.normalize(X[k:].double(), dim=1).float()
+    return W, history
+
+
+def _etf_prototypes(k: int, d: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    # M = I_k - 11^T / k: centred identity; its rows are the simplex in the span of 1^perp
+    M = torch.eye(k, dtype=torch.float64) - torch.full((k, k), 1.0 / k, dtype=torch.float64)
+    if d >= k:
+        # U (d x k), orthonormal columns: a seeded random embedding of R^k into R^d
+        U, _ = torch.linalg.qr(torch.randn(d, k, generator=gen, dtype=torch.float64))
+        P = M @ U.T
+    else:  # d == k - 1
+        # V (k x (k-1)): orthonormal basis of 1^perp (QR of [1, random]), then a seeded rotation
+        A = torch.cat(
+            [
+                torch.ones(k, 1, dtype=torch.float64),
+                torch.randn(k, k - 1, generator=gen, dtype=torch.float64),
+            ],
+            dim=1,
+        )
+        Q, _ = torch.linalg.qr(A)
+        V = Q[:, 1:]
+        R, _ = torch.linalg.qr(torch.randn(k - 1, k - 1, generator=gen, dtype=torch.float64))
+        P = M @ V @ R
+    return F.normalize(P, dim=1).float()
+
+
+def simplex_prototypes(
+    num_classes: int, dim: int, method: str = "optimize", seed: int = 0
+) -> torch.Tensor:
+    r"""Unit prototypes forming a regular simplex: $w_i^\top w_j = -\frac{1}{k-1}$, $i \neq j$.
+
+    Args:
+        num_classes: $k \geq 2$.
+        dim: $d \geq 1$.
+        method: ``"optimize"`` (PAL's Table 7 recipe: Adam, lr 0.01, $s = 2$, on $L_0$ with
+            $N = k$ random features, stopped once every pairwise cosine is within 1e-5 of
+            $-1/(k-1)$, at most 10,000 steps; see `optimize_prototypes`) or ``"etf"`` (closed
+            form $M U^\top$ / $M V$, normalised rows).
+        seed: seeds the random initialisation / embedding; same seed, same prototypes.
+
+    Returns:
+        float32 tensor `[num_classes, dim]` with unit rows. For $d \geq k-1$ every pairwise
+        cosine is within 1e-3 of $-1/(k-1)$; in practice within 1e-5 for "optimize" (up to
+        5e-5 at $d = k - 1$ for large $k$, e.g. $k = 100$, where the 10,000-step cap is
+        reached) and 1e-7 for "etf". For $d < k-1$ no simplex exists: "optimize" returns the spread
+        configuration the optimiser reaches (not claimed to be a best packing) and "etf"
+        raises ``ValueError``.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    d = _check_int("dim", dim, 1)
+    method = _check_choice("method", method, PROTOTYPE_METHODS)
+    seed = _check_int("seed", seed, 0)
+    if method == "etf":
+        if d < k - 1:
+            raise ValueError(
+                f"method='etf' needs dim >= num_classes - 1 (a simplex of {k} points needs "
+                f"{k - 1} dimensions), got dim={d}, num_classes={k}; use method='optimize' "
+                f"for a spread configuration"
+            )
+        return _etf_prototypes(k, d, seed)
+    W, _ = optimize_prototypes(k, d, seed=seed)
+    return W
+
+
+# ----------------------------------------------------------------------------------------------
+# heads
+# ----------------------------------------------------------------------------------------------
+class LinearHead(nn.Module):
+    r"""The plain softmax classifier: $\text{logits} = W z + b$.
+
+    Args:
+        in_features: $d$.
+        num_classes: $k$.
+        bias: learn a bias $b$.
+
+    Shapes: `[batch_size, in_features]` -> `[batch_size, num_classes]`.
+    """
+
+    def __init__(self, in_features: int, num_classes: int, bias: bool = True) -> None:
+        super().__init__()
+        self.in_features = _check_int("in_features", in_features, 1)
+        self.num_classes = _check_int("num_classes", num_classes, 2)
+        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
+
+    @property
+    def prototypes(self) -> torch.Tensor:
+        """The class vectors $W$, `[num_classes, in_features]`, detached."""
+        return self.fc.weight.detach()
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        _check_features(z, self.in_features)
+        # W z + b
+        return self.fc(z)
+
+
+class CosineHead(nn.Module):
+    r"""Cosine logits with learnable prototypes: $\text{logits}_j = s\,\hat w_j^\top \hat z$.
+
+    $\hat v = v / \|v\|_2$. With ``scale=1`` this is LDAM's `NormedLinear` (the LDAM / ELM
+    loss multiplies by its own $s$); with ``scale=s`` it is FNPN (PAL Fig. 5).
+
+    The weight is initialised as in LDAM's `NormedLinear`: uniform on $[-1, 1]$, then each
+    prototype row rescaled to norm 1 (`renorm`). Only directions matter for the logits.
+
+    Args:
+        in_features: $d$.
+        num_classes: $k$.
+        scale: $s > 0$; logits lie in $[-s, s]$.
+
+    Shapes: `[batch_size, in_features]` -> `[batch_size, num_classes]`.
+    """
+
+    def __init__(self, in_features: int, num_classes: int, scale: float = 1.0) -> None:
+        super().__init__()
+        self.in_features = _check_int("in_features", in_features, 1)
+        self.num_classes = _check_int("num_classes", num_classes, 2)
+        self.scale = _check_positive("scale", scale)
+        self.weight = nn.Parameter(torch.empty(self.num_classes, self.in_features))
+        with torch.no_grad():
+            self.weight.uniform_(-1.0, 1.0).renorm_(2, 0, 1e-5).mul_(1e5)
+
+    @property
+    def prototypes(self) -> torch.Tensor:
+        """The learnable prototypes $W$ (not normalised), `[num_classes, in_features]`, detached."""
+        return self.weight.detach()
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        _check_features(z, self.in_features)
+        # s * cos(z, w_j) = s * (z / ||z||) . (w_j / ||w_j||)
+        return self.scale * F.normalize(z, dim=1) @ F.normalize(self.weight, dim=1).T
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, num_classes={self.num_classes}, scale={self.scale}"
+
+
+class AnchoredHead(nn.Module):
+    r"""Prototype-anchored head (PAL; FNPAL with ``normalize=True``).
+
+    The prototypes $W$ are fixed before training and stored as a buffer named ``weight``: they
+    are in the `state_dict`, move with `.to(device)`, but are not in `parameters()` and no
+    optimiser updates them.
+
+    * PAL (``normalize=False``): $\text{logits} = W z$ (the feature norm is learned freely).
+    * FNPAL (``normalize=True``): $\text{logits} = s\, W \frac{z}{\|z\|_2}$, i.e. $s \cos$ for
+      unit prototypes; ``scale=1`` when a margin loss (LDAM, ELM) supplies its own $s$, or
+      the noise-aware $s = 0.25 / (0.05 + \eta)$ with CE / SCE.
+
+    Args:
+        in_features: $d$.
+        num_classes: $k$.
+        normalize: L2-normalise features (FNPAL).
+        scale: $s > 0$, used only with ``normalize=True`` (plain PAL logits are not scaled).
+        prototypes: `[num_classes, in_features]` tensor or array to anchor, used as given (not
+            renormalised). Default: ``simplex_prototypes(num_classes, in_features, "etf")``
+            when ``in_features >= num_classes - 1`` (exact, instant), else
+            ``simplex_prototypes(num_classes, in_features, "optimize")`` (no simplex exists;
+            the optimiser's spread configuration).
+
+    Shapes: `[batch_size, in_features]` -> `[batch_size, num_classes]`.
+    """
+
+    weight: torch.Tensor
+
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        normalize: bool = False,
+        scale: float = 1.0,
+        prototypes: torch.Tensor | np.ndarray | None = None,
+    ) -> None:
+        super().__init__()
+        self.in_features = _check_int("in_features", in_features, 1)
+        self.num_classes = _check_int("num_classes", num_classes, 2)
+        self.normalize = bool(normalize)
+        self.scale = _check_positive("scale", scale)
+        if prototypes is None:
+            method = "etf" if self.in_features >= self.num_classes - 1 else "optimize"
+            W = simplex_prototypes(self.num_classes, self.in_features, method=method)
+        else:
+            W = torch.as_tensor(prototypes).detach().clone().to(torch.float32)
+            expected = (self.num_classes, self.in_features)
+            if tuple(W.shape) != expected:
+                raise ValueError(
+                    f"prototypes must have shape (num_classes, in_features) = {expected}, "
+                    f"got {tuple(W.shape)}"
+                )
+            if not torch.isfinite(W).all():
+                raise ValueError("prototypes must be finite, got NaN or inf entries")
+        self.register_buffer("weight", W)
+
+    @property
+    def prototypes(self) -> torch.Tensor:
+        """The anchored prototypes $W$, `[num_classes, in_features]`, detached."""
+        return self.weight.detach()
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        _check_features(z, self.in_features)
+        if self.normalize:
+            # FNPAL: s * W^T (z / ||z||)
+            return self.scale * F.normalize(z, dim=1) @ self.weight.T
+        # PAL: W^T z
+        return z @ self.weight.T
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, num_classes={self.num_classes}, "
+            f"normalize={self.normalize}, scale={self.scale}"
+        )
+
+
+_HEADS: dict[str, type[nn.Module]] = {
+    "linear": LinearHead,
+    "cosine": CosineHead,
+    "anchored": AnchoredHead,
+}
+
+
+def make_head(kind: str, in_features: int, num_classes: int, **kw: Any) -> nn.Module:
+    """Build a head by name: ``"linear"`` (`LinearHead`), ``"cosine"`` (`CosineHead`) or
+    ``"anchored"`` (`AnchoredHead`); keyword arguments go to the class.
+
+    >>> make_head("anchored", 64, 10, normalize=True, scale=5.0)
+    AnchoredHead(in_features=64, num_classes=10, normalize=True, scale=5.0)
+    """
+    kind = _check_choice("kind", kind, HEAD_KINDS)
+    return _HEADS[kind](in_features, num_classes, **kw)

@@ -1,0 +1,384 @@
+r"""
+# Metrics: what the notebooks measure
+
+NumPy arrays or torch tensors in, plain Python numbers or NumPy arrays out. Accuracies are
+fractions in $[0, 1]$. Shapes: logits `[N, k]`, predictions and targets `[N]` (integer class
+indices in $[0, k)$), features `[N, d]`, class vectors $W$ `[k, d]` (one row per class, as the
+heads' `prototypes`).
+
+* **Per-class and shot-group accuracy** (LDAM-DRW convention): many-shot classes have
+  $> 100$ training images, medium-shot $20..100$, few-shot $< 20$; a group's accuracy is the
+  mean of its classes' accuracies, and a group with no class is ``None`` (reported as n/a).
+* **Geometry of the classifier**: pairwise cosines $\hat w_i^\top \hat w_j$, the minimum angle
+  $\min_{i \neq j} \arccos(\hat w_i^\top \hat w_j)$ (the regular simplex has
+  $\arccos(-\frac{1}{k-1})$, e.g. 96.38 degrees for $k = 10$), weight and feature norms.
+* **Margins and confidence**: sample margin $\gamma_i = z_{i, y_i} - \max_{j \neq y_i} z_{ij}$
+  (PAL's $\gamma_i$ when the logits are cosines), mean top softmax probability per class.
+* **Label noise**: confusion counts, the realised transition matrix
+  $T_{ij} = P(\tilde y = j \mid y = i)$ and the realised noise rate $P(\tilde y \neq y)$.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "SHOT_GROUPS",
+    "confusion_matrix",
+    "feature_norms_per_class",
+    "mean_confidence_per_class",
+    "mean_pairwise_cosine",
+    "min_prototype_angle",
+    "per_class_accuracy",
+    "prototype_cosines",
+    "realised_noise_rate",
+    "sample_margins",
+    "shot_group_accuracy",
+    "shot_groups",
+    "transition_matrix",
+    "weight_norms",
+]
+
+SHOT_GROUPS = ("many", "medium", "few")
+
+
+# ----------------------------------------------------------------------------------------------
+# conversion and validation
+# ----------------------------------------------------------------------------------------------
+def _to_numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch.Tensor, without importing torch
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _check_num_classes(num_classes: Any) -> int:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
+        raise TypeError(f"num_classes must be an integer, got {num_classes!r}")
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    return int(num_classes)
+
+
+def _labels(name: str, x: Any, num_classes: int | None = None) -> np.ndarray:
+    a = _to_numpy(x)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (N,), got shape {a.shape}")
+    if a.size == 0:
+        return a.astype(np.int64)
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer class indices, got dtype {a.dtype}")
+    a = a.astype(np.int64)
+    if num_classes is not None and (a.min() < 0 or a.max() >= num_classes):
+        raise ValueError(
+            f"{name} must be in [0, {num_classes - 1}] for num_classes={num_classes}, "
+            f"got values in [{a.min()}, {a.max()}]"
+        )
+    if num_classes is None and a.min() < 0:
+        raise ValueError(f"{name} must be >= 0, got minimum {a.min()}")
+    return a
+
+
+def _matrix(name: str, x: Any, rows: int | None = None, cols: int | None = None) -> np.ndarray:
+    a = _to_numpy(x)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
+    if (rows is not None and a.shape[0] != rows) or (cols is not None and a.shape[1] != cols):
+        want = f"({rows if rows is not None else 'N'}, {cols if cols is not None else 'd'})"
+        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got NaN or inf entries")
+    return a
+
+
+def _same_length(a_name: str, a: np.ndarray, b_name: str, b: np.ndarray) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{a_name} and {b_name} must have the same length, got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def _prototypes(W: Any) -> np.ndarray:
+    W = _matrix("W", W)
+    if W.shape[0] < 2:
+        raise ValueError(f"W must have at least 2 rows (classes), got shape {W.shape}")
+    return W
+
+
+def _per_class_mean(values: np.ndarray, targets: np.ndarray, num_classes: int) -> np.ndarray:
+    """Mean of `values` over the samples of each class; NaN for a class with no sample."""
+    counts = np.bincount(targets, minlength=num_classes).astype(np.float64)
+    sums = np.bincount(targets, weights=values, minlength=num_classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+# ----------------------------------------------------------------------------------------------
+# accuracy
+# ----------------------------------------------------------------------------------------------
+def per_class_accuracy(logits_or_preds: Any, targets: Any, num_classes: int) -> np.ndarray:
+    r"""Accuracy of each class: $\mathrm{acc}_c = \frac{|\{i: y_i = c,\ \hat y_i = c\}|}
+    {|\{i: y_i = c\}|}$.
+
+    Args:
+        logits_or_preds: logits `[N, num_classes]` (prediction = argmax) or predicted class
+            indices `[N]`.
+        targets: true classes `[N]`.
+        num_classes: $k$.
+
+    Returns:
+        float64 array `[num_classes]` in $[0, 1]$; NaN for a class with no sample.
+    """
+    k = _check_num_classes(num_classes)
+    y = _labels("targets", targets, k)
+    x = _to_numpy(logits_or_preds)
+    if x.ndim == 2:
+        preds = _matrix("logits", x, rows=y.shape[0], cols=k).argmax(axis=1)
+    elif x.ndim == 1:
+        preds = _labels("preds", x, k)
+        _same_length("preds", preds, "targets", y)
+    else:
+        raise ValueError(
+            f"logits_or_preds must be logits (N, {k}) or predictions (N,), got shape {x.shape}"
+        )
+    return _per_class_mean((preds == y).astype(np.float64), y, k)
+
+
+def shot_groups(train_counts: Any, many: int = 100, few: int = 20) -> dict[str, np.ndarray]:
+    r"""Class indices of each shot group: many ($n_c >$ `many`), medium
+    (`few` $\leq n_c \leq$ `many`), few ($n_c <$ `few`), from the training counts $n_c$."""
+    n = _to_numpy(train_counts)
+    if n.ndim != 1 or n.size == 0:
+        raise ValueError(f"train_counts must be a non-empty 1-D array, got shape {n.shape}")
+    if np.any(n < 0):
+        raise ValueError(f"train_counts must be >= 0, got minimum {n.min()}")
+    for name, value in (("many", many), ("few", few)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+    if few > many:
+        raise ValueError(f"few must be <= many, got few={few}, many={many}")
+    idx = np.arange(n.size)
+    return {
+        "many": idx[n > many],
+        "medium": idx[(n >= few) & (n <= many)],
+        "few": idx[n < few],
+    }
+
+
+def shot_group_accuracy(
+    per_class_acc: Any, train_counts: Any, many: int = 100, few: int = 20
+) -> dict[str, float | None]:
+    r"""Many / medium / few-shot accuracy.
+
+    Groups by training count $n_c$: many ($n_c > 100$), medium ($20 \leq n_c \leq 100$),
+    few ($n_c < 20$). A group's accuracy is the mean of the per-class accuracies of its classes
+    (classes without test samples, NaN, are left out), which equals the accuracy over the group's
+    test samples when the test set is balanced. A group with no class (or no class with test
+    samples) is ``None``, to be shown as n/a, never as 0: CIFAR-10-LT with $\rho = 100$ has no
+    few-shot class.
+
+    Args:
+        per_class_acc: `[k]` per-class accuracies (from `per_class_accuracy`).
+        train_counts: `[k]` training images per class.
+        many, few: the thresholds.
+
+    Returns:
+        ``{"many": float | None, "medium": float | None, "few": float | None}``.
+    """
+    acc = _to_numpy(per_class_acc).astype(np.float64)
+    if acc.ndim != 1:
+        raise ValueError(f"per_class_acc must be 1-D, got shape {acc.shape}")
+    groups = shot_groups(train_counts, many, few)
+    n = sum(len(g) for g in groups.values())
+    if acc.shape[0] != n:
+        raise ValueError(
+            f"per_class_acc and train_counts must have the same length, got {acc.shape[0]} and {n}"
+        )
+    out: dict[str, float | None] = {}
+    for name in SHOT_GROUPS:
+        values = acc[groups[name]]
+        values = values[~np.isnan(values)]
+        out[name] = float(values.mean()) if values.size else None
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# geometry of the classifier
+# ----------------------------------------------------------------------------------------------
+def prototype_cosines(W: Any) -> np.ndarray:
+    r"""Pairwise cosines $\hat w_i^\top \hat w_j$ of the class vectors (rows of `W` `[k, d]`).
+
+    Returns:
+        float64 array `[k, k]` (diagonal 1); rows and columns of a zero vector are NaN.
+    """
+    W = _prototypes(W)
+    norms = np.linalg.norm(W, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        Wn = W / norms[:, None]
+    Wn[norms == 0] = np.nan
+    cos = np.clip(Wn @ Wn.T, -1.0, 1.0)
+    np.fill_diagonal(cos, np.where(norms > 0, 1.0, np.nan))
+    return cos
+
+
+def min_prototype_angle(W: Any) -> float:
+    r"""$\min_{i \neq j} \arccos(\hat w_i^\top \hat w_j)$ in degrees.
+
+    For the regular simplex this is $\arccos(-\frac{1}{k-1})$: 120 for $k = 3$, 96.38 for
+    $k = 10$, 90.58 for $k = 100$; it is the largest possible minimum angle when $d \geq k-1$.
+    """
+    cos = prototype_cosines(W)
+    k = cos.shape[0]
+    off = ~np.eye(k, dtype=bool)
+    return float(np.degrees(np.arccos(np.nanmax(cos[off]))))
+
+
+def mean_pairwise_cosine(W: Any, classes: Any = None) -> float:
+    r"""$\frac{1}{m(m-1)}\sum_{i \neq j} \hat w_i^\top \hat w_j$ over the classes in `classes`
+    (default: all). $-\frac{1}{k-1}$ for the regular simplex; Fang et al.'s minority collapse
+    is this quantity over the minority classes rising towards 1.
+
+    Args:
+        W: `[k, d]`.
+        classes: indices of the classes to include (at least 2).
+    """
+    cos = prototype_cosines(W)
+    k = cos.shape[0]
+    if classes is None:
+        idx = np.arange(k)
+    else:
+        idx = _labels("classes", np.atleast_1d(_to_numpy(classes)), k)
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"classes must not repeat, got {idx.tolist()}")
+    if idx.size < 2:
+        raise ValueError(f"classes must name at least 2 classes, got {idx.tolist()}")
+    sub = cos[np.ix_(idx, idx)]
+    return float(sub[~np.eye(idx.size, dtype=bool)].mean())
+
+
+def weight_norms(W: Any) -> np.ndarray:
+    r"""$\|w_c\|_2$ for every class: float64 array `[k]`."""
+    return np.linalg.norm(_prototypes(W), axis=1)
+
+
+def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np.ndarray:
+    r"""Mean feature norm per class, $\frac{1}{n_c}\sum_{i: y_i = c} \|z_i\|_2$.
+
+    Args:
+        features: `[N, d]`.
+        targets: `[N]`.
+        num_classes: $k$.
+
+    Returns:
+        float64 array `[num_classes]`; NaN for a class with no sample.
+    """
+    k = _check_num_classes(num_classes)
+    y = _labels("targets", targets, k)
+    f = _matrix("features", features, rows=y.shape[0])
+    return _per_class_mean(np.linalg.norm(f, axis=1), y, k)
+
+
+# ----------------------------------------------------------------------------------------------
+# margins and confidence
+# ----------------------------------------------------------------------------------------------
+def _logits_and_targets(
+    logits: Any, targets: Any, num_classes: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    z = _to_numpy(logits)
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ValueError(f"logits must have shape (N, C >= 2), got {z.shape}")
+    if num_classes is not None and z.shape[1] != num_classes:
+        raise ValueError(f"logits must have shape (N, {num_classes}), got {z.shape}")
+    y = _labels("targets", targets, z.shape[1])
+    z = _matrix("logits", z, rows=y.shape[0])
+    return z, y
+
+
+def sample_margins(logits: Any, targets: Any) -> np.ndarray:
+    r"""Sample margins $\gamma_i = z_{i, y_i} - \max_{j \neq y_i} z_{ij}$.
+
+    Positive when sample $i$ is classified correctly. With cosine logits (unit features and
+    prototypes) this is PAL's sample margin, and $\gamma_{\min} = \min_i \gamma_i$.
+
+    Args:
+        logits: `[N, C]`.
+        targets: `[N]`.
+
+    Returns:
+        float64 array `[N]`.
+    """
+    z, y = _logits_and_targets(logits, targets, None)
+    rows = np.arange(y.shape[0])
+    target = z[rows, y]
+    others = z.copy()
+    others[rows, y] = -np.inf
+    return target - others.max(axis=1)
+
+
+def mean_confidence_per_class(logits: Any, targets: Any, num_classes: int) -> np.ndarray:
+    r"""Mean confidence $\max_j \mathrm{softmax}(z_i)_j$ over the samples of each *true* class.
+
+    Over-confidence shows as confidence above accuracy (PAL Fig. 3).
+
+    Args:
+        logits: `[N, num_classes]`.
+        targets: `[N]`.
+        num_classes: $k$.
+
+    Returns:
+        float64 array `[num_classes]`; NaN for a class with no sample.
+    """
+    k = _check_num_classes(num_classes)
+    z, y = _logits_and_targets(logits, targets, k)
+    # max_j softmax(z)_j = 1 / sum_j exp(z_j - max z)
+    conf = 1.0 / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)
+    return _per_class_mean(conf, y, k)
+
+
+# ----------------------------------------------------------------------------------------------
+# label noise
+# ----------------------------------------------------------------------------------------------
+def confusion_matrix(targets: Any, preds: Any, num_classes: int) -> np.ndarray:
+    r"""Counts $C_{ij} = |\{n: y_n = i,\ \hat y_n = j\}|$ (rows: true class, columns: predicted).
+
+    Returns:
+        int64 array `[num_classes, num_classes]`.
+    """
+    k = _check_num_classes(num_classes)
+    y = _labels("targets", targets, k)
+    p = _labels("preds", preds, k)
+    _same_length("targets", y, "preds", p)
+    return np.bincount(y * k + p, minlength=k * k).reshape(k, k).astype(np.int64)
+
+
+def transition_matrix(clean: Any, noisy: Any, num_classes: int) -> np.ndarray:
+    r"""Realised noise transition matrix $T_{ij} = P(\tilde y = j \mid y = i)$.
+
+    Row-normalised counts of (clean, noisy) label pairs; each row sums to 1. The diagonal is
+    the fraction of class $i$ left untouched. A class with no clean sample gets a NaN row.
+
+    Args:
+        clean: clean labels `[N]`.
+        noisy: noisy labels `[N]`.
+        num_classes: $k$.
+
+    Returns:
+        float64 array `[num_classes, num_classes]`.
+    """
+    counts = confusion_matrix(clean, noisy, num_classes).astype(np.float64)
+    totals = counts.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
+
+
+def realised_noise_rate(clean: Any, noisy: Any) -> float:
+    r"""Fraction of labels that differ, $\frac{1}{N}|\{n: \tilde y_n \neq y_n\}|$."""
+    y = _labels("clean", clean)
+    t = _labels("noisy", noisy)
+    _same_length("clean", y, "noisy", t)
+    if y.size == 0:
+        raise ValueError("clean and noisy must not be empty")
+    return float(np.mean(y != t))

@@ -1,0 +1,901 @@
+r"""
+# The maths of the theory notebooks
+
+Three topics, each computed (not only stated) so a notebook can check every claim with an
+`assert`:
+
+1. **Lipschitz constants** of the summed loss (PAL Sec. 4, Remark after Prop. 4.5)
+   $$L_W(z) = \sum_{i=1}^{k} L(W z, i), \qquad \|z\|_2 = B,$$
+   where $W$ is `[num_classes, dim]` with the prototypes $w_i$ as *rows* (the same layout as
+   the heads' `prototypes`; the paper writes $W^\top z$ with prototypes as columns). For CE
+   and anchored simplex prototypes (FNPAL), the constant is
+   $$\lambda_{\text{PAL}} = \frac{k\,(1 - e^{-kB/(k-1)})}{1 + (k-1)\, e^{-kB/(k-1)}},$$
+   attained at $z = B w_i$. Learnable prototypes do worse: unnormalised $w$ is not Lipschitz
+   at all, normalised $w$ with free $z$ gives $\geq k$, normalised $w$ and $\|z\| = B$ gives
+   $\geq 2(e^{2B} - 1) / (e^{2B}/(k-1) + 1)$. `numeric_lipschitz` and
+   `numeric_lipschitz_unanchored` estimate the suprema by gradient ascent.
+2. **The layer-peeled model** and minority collapse (Fang, He, Long, Su, PNAS 2021):
+   `solve_layer_peeled`, `minority_collapse_sweep`.
+3. **Margins of LDAM and ELM** (ELM paper Eq. 1-7): `ldam_margins`, `elm_effective_margins`,
+   `ce_softplus_forms`, `margin_softplus_form` (Eq. 5-6 as a hinge) and `logits_along_gap`
+   (logits for drawing a loss against $z_y - z_{c^*}$, a float64 tensor).
+
+Everything is computed in float64 and returned as Python floats or NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from palviz.heads import simplex_prototypes
+
+__all__ = [
+    "FEATURE_CONSTRAINTS",
+    "SUMMED_LOSSES",
+    "ce_softplus_forms",
+    "elm_effective_margins",
+    "fnpal_max_confidence",
+    "ldam_margins",
+    "lipschitz_normalized_unanchored_lower_bound",
+    "lipschitz_pal",
+    "lipschitz_unnormalized_z_lower_bound",
+    "logits_along_gap",
+    "margin_softplus_form",
+    "minority_collapse_sweep",
+    "noise_aware_scale",
+    "numeric_lipschitz",
+    "numeric_lipschitz_unanchored",
+    "solve_layer_peeled",
+    "sum_loss_over_labels",
+    "unnormalized_w_gradient_norm",
+]
+
+SUMMED_LOSSES = ("ce", "gce", "focal")
+
+
+# ----------------------------------------------------------------------------------------------
+# validation
+# ----------------------------------------------------------------------------------------------
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return float(value)
+
+
+def _check_positive(name: str, value: Any) -> float:
+    value = _check_real(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def _as_float64(name: str, x: Any) -> torch.Tensor:
+    t = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x)
+    t = t.detach().to(torch.float64).cpu()
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} must be finite, got NaN or inf entries")
+    return t
+
+
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    # small matrices: extra threads only add synchronisation (and oversubscribe a busy CPU)
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def _check_counts(cls_num_list: Sequence[int]) -> np.ndarray:
+    n = np.asarray(cls_num_list, dtype=np.float64)
+    if n.ndim != 1 or n.size < 2:
+        raise ValueError(
+            f"cls_num_list must be a 1-D list of at least 2 class counts, got shape {n.shape}"
+        )
+    if not np.all(n > 0):
+        raise ValueError(f"cls_num_list must hold counts > 0, got {list(cls_num_list)}")
+    return n
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. Lipschitz constants
+# ----------------------------------------------------------------------------------------------
+def lipschitz_pal(num_classes: int, B: float) -> float:
+    r"""$\lambda_{\text{PAL}}$, the Lipschitz constant of $L_W$ for CE with anchored simplex
+    prototypes and $\|z\| = B$ (PAL, Remark after Prop. 4.5):
+
+    $$\lambda_{\text{PAL}} = \frac{k\,(1 - e^{-kB/(k-1)})}{1 + (k-1)\, e^{-kB/(k-1)}} .$$
+
+    It grows with $B$ towards $k$. Check values ($k = 10$): $B = 1 \to 1.6928$, $B = 5 \to 9.6264$.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    B = _check_positive("B", B)
+    e = math.exp(-k * B / (k - 1))
+    return k * (1.0 - e) / (1.0 + (k - 1) * e)
+
+
+def lipschitz_unnormalized_z_lower_bound(num_classes: int) -> float:
+    r"""Case 2 of PAL's Remark: unit but unanchored prototypes, unnormalised $z$:
+    $\sup_{W, z} \|\partial L_W / \partial z\| \geq k > \lambda_{\text{PAL}}$."""
+    return float(_check_int("num_classes", num_classes, 2))
+
+
+def lipschitz_normalized_unanchored_lower_bound(num_classes: int, B: float) -> float:
+    r"""Case 3 of PAL's Remark: unit, unanchored prototypes and $\|z\| = B$:
+
+    $$\sup_{W, z}\Big\|\frac{\partial L_W}{\partial z}\Big\| \geq
+    \frac{2\,(e^{2B} - 1)}{e^{2B}/(k-1) + 1} > \lambda_{\text{PAL}}.$$
+
+    The bound is attained by $w_1 = z / B$, $w_2 = \dots = w_k = -z/B$. Check value: $k = 10$,
+    $B = 1 \to 7.0171$. The inequality with $\lambda_{\text{PAL}}$ is strict for $k \geq 3$;
+    for $k = 2$ the simplex $\{w, -w\}$ *is* that configuration and both equal $2\tanh B$.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    B = _check_positive("B", B)
+    e = math.exp(-2.0 * B)  # written with e^{-2B} so that large B does not overflow
+    return 2.0 * (1.0 - e) / (1.0 / (k - 1) + e)
+
+
+def noise_aware_scale(eta: float) -> float:
+    r"""FNPAL's noise-aware scale for CE and SCE, $s = \frac{0.25}{0.05 + \eta}$ ($\eta$ = noise
+    rate): a smaller $s$ (smaller $B$, smaller $\lambda_{\text{PAL}}$) for noisier labels."""
+    eta = _check_real("eta", eta)
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"eta must be in [0, 1], got {eta}")
+    return 0.25 / (0.05 + eta)
+
+
+def _summed_loss(logits: torch.Tensor, loss: str, loss_kw: dict[str, Any]) -> torch.Tensor:
+    """$\\sum_i L(\\text{logits}, i)$ for logits `[..., k]`, returned as `[...]`."""
+    logp = torch.log_softmax(logits, dim=-1)
+    k = logits.shape[-1]
+    if loss == "ce":
+        # sum_i -log p_i = k * logsumexp(z) - sum_i z_i
+        return -logp.sum(dim=-1)
+    p = logp.exp()
+    if loss == "gce":
+        # sum_i (1 - p_i^q) / q
+        q = loss_kw["q"]
+        return (k - (p**q).sum(dim=-1)) / q
+    # focal: sum_i -(1 - p_i)^gamma log p_i
+    gamma = loss_kw["gamma"]
+    return -(((1.0 - p).clamp_min(0.0) ** gamma) * logp).sum(dim=-1)
+
+
+def _check_loss(loss: str, loss_kw: dict[str, Any]) -> dict[str, Any]:
+    loss = _check_choice("loss", loss, SUMMED_LOSSES)
+    allowed = {"ce": set(), "gce": {"q"}, "focal": {"gamma"}}[loss]
+    unknown = set(loss_kw) - allowed
+    if unknown:
+        raise TypeError(
+            f"loss={loss!r} takes keyword arguments {sorted(allowed)}, got {sorted(unknown)}"
+        )
+    kw: dict[str, Any] = {}
+    if loss == "gce":
+        q = _check_real("q", loss_kw.get("q", 0.7))
+        if not 0.0 < q <= 1.0:
+            raise ValueError(f"q must be in (0, 1], got {q}")
+        kw["q"] = q
+    if loss == "focal":
+        gamma = _check_real("gamma", loss_kw.get("gamma", 0.5))
+        if gamma < 0:
+            raise ValueError(f"gamma must be >= 0, got {gamma}")
+        kw["gamma"] = gamma
+    return kw
+
+
+def sum_loss_over_labels(W: Any, z: Any, loss: str = "ce", **loss_kw: Any) -> torch.Tensor:
+    r"""$L_W(z) = \sum_{i=1}^{k} L(W z, i)$: the loss summed over every possible label.
+
+    * ``"ce"``: $\sum_i -\log p_i$, $p = \mathrm{softmax}(W z)$.
+    * ``"gce"`` (keyword `q`, default 0.7): $\sum_i (1 - p_i^q)/q$.
+    * ``"focal"`` (keyword `gamma`, default 0.5): $\sum_i -(1 - p_i)^\gamma \log p_i$.
+
+    Args:
+        W: prototypes as rows, `[num_classes, dim]` (tensor or array).
+        z: one feature `[dim]` or a batch `[batch_size, dim]`.
+        loss: one of ``"ce"``, ``"gce"``, ``"focal"``.
+
+    Returns:
+        float64 tensor: a scalar for one feature, `[batch_size]` for a batch. Differentiable
+        with respect to `z` (and `W`) when they are float64 tensors that require grad.
+    """
+    kw = _check_loss(loss, loss_kw)
+    W = W if isinstance(W, torch.Tensor) and W.dtype == torch.float64 else _as_float64("W", W)
+    z = z if isinstance(z, torch.Tensor) and z.dtype == torch.float64 else _as_float64("z", z)
+    if W.dim() != 2 or W.shape[0] < 2:
+        raise ValueError(f"W must have shape (num_classes >= 2, dim), got {tuple(W.shape)}")
+    if z.dim() not in (1, 2) or z.shape[-1] != W.shape[1]:
+        raise ValueError(
+            f"z must have shape ({W.shape[1]},) or (batch_size, {W.shape[1]}), got {tuple(z.shape)}"
+        )
+    return _summed_loss(z @ W.T, loss, kw)
+
+
+def fnpal_max_confidence(num_classes: int, scale: float) -> float:
+    r"""The largest softmax probability FNPAL (anchored simplex, features normalised and scaled
+    by $s$) can give any class: the "fitting ability" side of the noise-aware scale.
+
+    $$p_{\max}(s) = \max_{\|u\| = 1} \mathrm{softmax}(s\, W^\top u)_y
+    = \frac{1}{1 + (k-1)\, e^{-ks/(k-1)}},$$
+
+    reached at $u = w_y$. Proof: by Jensen's inequality and $\sum_j w_j = 0$,
+    $\sum_{j \ne y} e^{s (w_j - w_y)^\top u} \geq (k-1)\, e^{-\frac{ks}{k-1} w_y^\top u}
+    \geq (k-1)\, e^{-\frac{ks}{k-1}}$. It ties fitting and robustness together:
+    $\lambda_{\text{PAL}}(s) = \frac{k\,(k\, p_{\max}(s) - 1)}{k-1}$ (`lipschitz_pal` with $B = s$).
+
+    Args:
+        num_classes: $k \geq 2$.
+        scale: $s > 0$ (the feature norm $B$ the loss sees).
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    s = _check_positive("scale", scale)
+    return 1.0 / (1.0 + (k - 1) * math.exp(-k * s / (k - 1)))
+
+
+def _grad_norms(W: torch.Tensor, z: torch.Tensor, loss: str, kw: dict[str, Any]) -> torch.Tensor:
+    """$\\|\\nabla_z L_W(z)\\|$ for `z` `[R, d]` and `W` `[k, d]` or `[R, k, d]`; differentiable."""
+    if not z.requires_grad:
+        z = z.requires_grad_()
+    logits = (
+        z @ W.T if W.dim() == 2 else torch.einsum("rkd,rd->rk", W, z)
+    )  # row r only sees z_r, so the gradient of the sum is the per-row gradient
+    total = _summed_loss(logits, loss, kw).sum()
+    (g,) = torch.autograd.grad(total, z, create_graph=True)
+    return g.norm(dim=-1)
+
+
+def _ascent(
+    params: list[torch.Tensor],
+    objective: Any,
+    steps: int,
+    lr: float,
+) -> float:
+    """Maximise `objective()` (a `[R]` tensor, one value per restart) with Adam and a cosine
+    learning-rate decay; return the best value seen over all restarts and steps."""
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    best = -math.inf
+    with _single_thread():
+        for _ in range(steps):
+            opt.zero_grad(set_to_none=True)
+            values = objective()
+            best = max(best, float(values.detach().max()))
+            (-values.sum()).backward()
+            opt.step()
+            sched.step()
+        best = max(best, float(objective().detach().max()))
+    return best
+
+
+def numeric_lipschitz(
+    W: Any,
+    B: float,
+    loss: str = "ce",
+    restarts: int = 32,
+    steps: int = 300,
+    seed: int = 0,
+    **loss_kw: Any,
+) -> float:
+    r"""Estimate $\sup_{\|z\| = B} \|\nabla_z L_W(z)\|$ for fixed prototypes `W`.
+
+    Gradient ascent on the sphere of radius $B$: $z = B\, u / \|u\|$ with $u$ free, Adam
+    (lr 0.05, cosine decay to 0) on $\sum_r \|\nabla_z L_W(z_r)\|$ over `restarts` random
+    starting points at once (restarts do not interact: each $z_r$ only enters its own term).
+    The gradient norm is differentiated by double back-propagation. Returns the best value
+    seen, which is attained by a feasible $z$, so it is a lower estimate of the supremum.
+
+    For CE with the simplex the estimate matches `lipschitz_pal` to a relative error of about
+    1e-7 ($k = 10$, $B$ from 0.1 to 50, defaults) and below 2e-6 ($k = 100$, $B \leq 20$); the
+    tests require 1e-4. The maximiser is $z = B w_i$. (The first call in a session also pays
+    a one-off import inside `torch.optim`.)
+
+    Args:
+        W: prototypes as rows, `[num_classes, dim]`.
+        B: feature norm $> 0$.
+        loss: ``"ce"``, ``"gce"`` (keyword `q`) or ``"focal"`` (keyword `gamma`).
+        restarts: number of random starts.
+        steps: ascent steps.
+        seed: seeds the starting points.
+    """
+    kw = _check_loss(loss, loss_kw)
+    W = _as_float64("W", W)
+    if W.dim() != 2 or W.shape[0] < 2:
+        raise ValueError(f"W must have shape (num_classes >= 2, dim), got {tuple(W.shape)}")
+    B = _check_positive("B", B)
+    restarts = _check_int("restarts", restarts, 1)
+    steps = _check_int("steps", steps, 1)
+    seed = _check_int("seed", seed, 0)
+    gen = torch.Generator().manual_seed(seed)
+    u = F.normalize(torch.randn(restarts, W.shape[1], generator=gen, dtype=torch.float64), dim=1)
+    u.requires_grad_()
+
+    def objective() -> torch.Tensor:
+        return _grad_norms(W, B * F.normalize(u, dim=1), loss, kw)
+
+    return _ascent([u], objective, steps, lr=0.05)
+
+
+def numeric_lipschitz_unanchored(
+    num_classes: int,
+    dim: int,
+    B: float,
+    loss: str = "ce",
+    restarts: int = 32,
+    steps: int = 300,
+    seed: int = 0,
+    **loss_kw: Any,
+) -> float:
+    r"""Estimate $\sup_{W, \|z\| = B} \|\nabla_z L_W(z)\|$ over *unit but free* prototypes.
+
+    As `numeric_lipschitz`, but the ascent runs jointly over $z = B u/\|u\|$ and
+    $w_i = v_i / \|v_i\|$ (case 3 of PAL's Remark). For CE the result exceeds
+    `lipschitz_normalized_unanchored_lower_bound` (which is attained by $w_1 = z/B$,
+    $w_{j \ne 1} = -z/B$) and hence $\lambda_{\text{PAL}}$.
+    """
+    kw = _check_loss(loss, loss_kw)
+    k = _check_int("num_classes", num_classes, 2)
+    d = _check_int("dim", dim, 1)
+    B = _check_positive("B", B)
+    restarts = _check_int("restarts", restarts, 1)
+    steps = _check_int("steps", steps, 1)
+    seed = _check_int("seed", seed, 0)
+    gen = torch.Generator().manual_seed(seed)
+    u = F.normalize(torch.randn(restarts, d, generator=gen, dtype=torch.float64), dim=1)
+    v = F.normalize(torch.randn(restarts, k, d, generator=gen, dtype=torch.float64), dim=2)
+    u.requires_grad_()
+    v.requires_grad_()
+
+    def objective() -> torch.Tensor:
+        return _grad_norms(F.normalize(v, dim=2), B * F.normalize(u, dim=1), loss, kw)
+
+    return _ascent([u, v], objective, steps, lr=0.05)
+
+
+def unnormalized_w_gradient_norm(num_classes: int, B: float, t: Any) -> np.ndarray:
+    r"""Case 1 of PAL's Remark: with unnormalised prototypes $L_W$ is not Lipschitz.
+
+    Take $\|z\| = B$, $w_1 = t z$ and $w_2 = \dots = w_k = 0$. Then
+    $\nabla_z L_W(z) = W^\top(k p - \mathbf{1}) = t z\,(k p_1 - 1)$ with
+    $p_1 = e^{tB^2} / (e^{tB^2} + k - 1)$, whose norm $tB(kp_1 - 1) \to \infty$ as
+    $t \to \infty$ (about $t B (k-1)$). Computed by automatic differentiation of CE.
+
+    Args:
+        num_classes: $k$.
+        B: $\|z\| > 0$.
+        t: scalar or array of $t \geq 0$.
+
+    Returns:
+        array of $\|\nabla_z L_W(z)\|$, same shape as `t`.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    B = _check_positive("B", B)
+    ts = np.asarray(t, dtype=np.float64)
+    if not np.all(np.isfinite(ts)) or np.any(ts < 0):
+        raise ValueError(f"t must be finite and >= 0, got {t!r}")
+    flat = torch.as_tensor(ts.reshape(-1))
+    z = torch.zeros(flat.numel(), 2, dtype=torch.float64)
+    z[:, 0] = B
+    W = torch.zeros(flat.numel(), k, 2, dtype=torch.float64)
+    W[:, 0, :] = flat[:, None] * z  # w_1 = t z
+    norms = _grad_norms(W, z, "ce", {})
+    return norms.detach().numpy().reshape(ts.shape)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. Layer-peeled model and minority collapse
+# ----------------------------------------------------------------------------------------------
+FEATURE_CONSTRAINTS = ("class", "sample")
+
+# A classifier shorter than this (relative to sqrt(E_W)) has collapsed to the origin.
+_ZERO_NORM = 1e-4
+
+
+def _into_ball(U: torch.Tensor, weights: torch.Tensor, E: float) -> torch.Tensor:
+    r"""Map free `U` `[P, K, d]` into $\{X: \sum_k a_k \|x_k\|^2 \leq E\}$ by rescaling:
+    $X = U / \sqrt{\max(1, e(U)/E)}$ with $e(U) = \sum_k a_k \|u_k\|^2$ (the identity inside)."""
+    energy = (weights * (U * U).sum(dim=2)).sum(dim=1)  # [P]
+    return U / torch.sqrt((energy / E).clamp(min=1.0))[:, None, None]
+
+
+def _unit(X: torch.Tensor, E: float) -> torch.Tensor:
+    """Rows of `X` `[P, K, d]` scaled to unit length; rows that collapsed to the origin
+    (shorter than `_ZERO_NORM` * sqrt(E)) become exactly 0."""
+    norms = X.norm(dim=2, keepdim=True)
+    return torch.where(norms < _ZERO_NORM * math.sqrt(E), torch.zeros_like(X), X / norms)
+
+
+def _mean_pairwise_cosine(W: torch.Tensor, E_W: float) -> torch.Tensor:
+    """Mean pairwise cosine among the rows of each `W` `[P, m, d]` (NaN if m < 2); a pair of
+    classifiers that both collapsed to the origin counts as 1, a pair with one of them as 0."""
+    P, m, _ = W.shape
+    if m < 2:
+        return torch.full((P,), math.nan, dtype=torch.float64)
+    norms = W.norm(dim=2)
+    zero = norms < _ZERO_NORM * math.sqrt(E_W)
+    cos = F.normalize(W, dim=2) @ F.normalize(W, dim=2).transpose(1, 2)
+    both = zero[:, :, None] & zero[:, None, :]
+    one = zero[:, :, None] ^ zero[:, None, :]
+    cos = torch.where(both, torch.ones_like(cos), torch.where(one, torch.zeros_like(cos), cos))
+    off = ~torch.eye(m, dtype=torch.bool)
+    return cos[:, off].mean(dim=1)
+
+
+def _solve_layer_peeled_batch(
+    ratios: np.ndarray,
+    k_major: int,
+    k_minor: int,
+    E_W: float,
+    E_H: float,
+    anchored: bool,
+    steps: int,
+    lr: float,
+    seed: int,
+    dim: int,
+    feature_constraint: str,
+) -> dict[str, np.ndarray]:
+    K = k_major + k_minor
+    P = len(ratios)
+    R = torch.as_tensor(ratios, dtype=torch.float64)
+    # n_k / N per class: majority classes are R times as numerous as minority classes
+    n = torch.ones(P, K, dtype=torch.float64)
+    n[:, :k_major] = R[:, None]
+    class_weight = n / n.sum(dim=1, keepdim=True)  # [P, K]
+    w_energy_weight = torch.full((P, K), 1.0 / K, dtype=torch.float64)
+    h_energy_weight = w_energy_weight if feature_constraint == "class" else class_weight
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def on_boundary(X: torch.Tensor, weights: torch.Tensor, E: float) -> torch.Tensor:
+        energy = (weights * (X * X).sum(dim=2)).sum(dim=1)
+        return X * torch.sqrt(E / energy)[:, None, None]
+
+    # one random start per problem, on the boundary of the constraint set
+    U = on_boundary(
+        torch.randn(P, K, dim, generator=gen, dtype=torch.float64), h_energy_weight, E_H
+    )
+    V = on_boundary(
+        torch.randn(P, K, dim, generator=gen, dtype=torch.float64), w_energy_weight, E_W
+    )
+    if anchored:
+        # scaled simplex: ||w_j||^2 = E_W, so (1/K) sum_j ||w_j||^2 = E_W exactly
+        W_fixed = math.sqrt(E_W) * simplex_prototypes(K, dim, method="etf", seed=seed).double()
+        W_fixed = W_fixed.expand(P, K, dim)
+    params = [U] if anchored else [U, V]
+    for p in params:
+        p.requires_grad_()
+    labels = torch.arange(K).repeat(P)
+
+    def current() -> tuple[torch.Tensor, torch.Tensor]:
+        H = _into_ball(U, h_energy_weight, E_H)
+        W = W_fixed if anchored else _into_ball(V, w_energy_weight, E_W)
+        return W, H
+
+    def objective() -> torch.Tensor:
+        W, H = current()
+        logits = torch.einsum("pkd,pjd->pkj", H, W)  # [P, K classes' features, K logits]
+        ce = F.cross_entropy(logits.reshape(P * K, K), labels, reduction="none")
+        # (R * sum_A CE + sum_B CE) / (k_A R + k_B)
+        return (class_weight * ce.reshape(P, K)).sum(dim=1)  # [P]
+
+    opt = torch.optim.LBFGS(
+        params,
+        lr=lr,
+        max_iter=steps,
+        history_size=50,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-15,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        total = objective().sum()  # problems are independent: each sees only its own term
+        total.backward()
+        return total
+
+    with _single_thread():
+        opt.step(closure)
+
+    with torch.no_grad():
+        W, H = current()
+        loss = objective()
+        logits = torch.einsum("pkd,pjd->pkj", H, W)
+        eye = torch.eye(K, dtype=torch.bool)
+
+        def margins_of(lg: torch.Tensor) -> torch.Tensor:
+            # gamma_k = w_k . h_k - max_{j != k} w_j . h_k
+            return lg.diagonal(dim1=1, dim2=2) - lg.masked_fill(eye, -math.inf).amax(dim=2)
+
+        margins = margins_of(logits)
+        unit_logits = torch.einsum("pkd,pjd->pkj", _unit(H, E_H), _unit(W, E_W))
+        margins_unit = margins_of(unit_logits)
+        w_energy = (w_energy_weight * (W * W).sum(dim=2)).sum(dim=1)
+        h_energy = (h_energy_weight * (H * H).sum(dim=2)).sum(dim=1)
+        out = {
+            "W": W.clone(),
+            "H": H.clone(),
+            "loss": loss,
+            "minority_cosine": _mean_pairwise_cosine(W[:, k_major:], E_W),
+            "majority_cosine": _mean_pairwise_cosine(W[:, :k_major], E_W),
+            "minority_norm": W[:, k_major:].norm(dim=2).mean(dim=1),
+            "majority_norm": W[:, :k_major].norm(dim=2).mean(dim=1),
+            "margins": margins,
+            "gamma_min": margins.min(dim=1).values,
+            "gamma_min_normalized": margins_unit.min(dim=1).values,
+            "w_energy": w_energy,
+            "h_energy": h_energy,
+        }
+    return {key: value.detach().numpy() for key, value in out.items()}
+
+
+def _check_layer_peeled_args(
+    k_major: Any,
+    k_minor: Any,
+    E_W: Any,
+    E_H: Any,
+    steps: Any,
+    lr: Any,
+    seed: Any,
+    dim: Any,
+    feature_constraint: Any,
+) -> tuple[int, int, float, float, int, float, int, int, str]:
+    k_major = _check_int("k_major", k_major, 1)
+    k_minor = _check_int("k_minor", k_minor, 1)
+    K = k_major + k_minor
+    dim = K if dim is None else _check_int("dim", dim, K - 1)
+    return (
+        k_major,
+        k_minor,
+        _check_positive("E_W", E_W),
+        _check_positive("E_H", E_H),
+        _check_int("steps", steps, 1),
+        _check_positive("lr", lr),
+        _check_int("seed", seed, 0),
+        dim,
+        _check_choice("feature_constraint", feature_constraint, FEATURE_CONSTRAINTS),
+    )
+
+
+def _check_ratios(ratios: Any) -> np.ndarray:
+    r = np.atleast_1d(np.asarray(ratios, dtype=np.float64))
+    if r.ndim != 1 or r.size == 0:
+        raise ValueError(f"ratios must be a non-empty 1-D sequence, got shape {r.shape}")
+    if not np.all(np.isfinite(r)) or np.any(r < 1):
+        raise ValueError(f"every ratio must be a finite number >= 1, got {ratios!r}")
+    return r
+
+
+def solve_layer_peeled(
+    k_major: int = 5,
+    k_minor: int = 5,
+    ratio: float = 1.0,
+    E_W: float = 1.0,
+    E_H: float = 1.0,
+    anchored: bool = False,
+    steps: int = 300,
+    lr: float = 1.0,
+    seed: int = 0,
+    dim: int | None = None,
+    feature_constraint: str = "class",
+) -> dict[str, Any]:
+    r"""Solve the layer-peeled model of an imbalanced problem (Fang et al., PNAS 2021).
+
+    $k_A$ = `k_major` classes with $n_A$ samples each, $k_B$ = `k_minor` classes with $n_B$,
+    ratio $R = n_A / n_B$, $K = k_A + k_B$, $N = k_A n_A + k_B n_B$:
+
+    $$\min_{W, H}\ \frac{1}{N}\sum_{k=1}^{K}\sum_{i=1}^{n_k} \mathrm{CE}(W h_{k,i}, k)
+    \quad \text{s.t.}\quad \frac{1}{K}\sum_{k=1}^{K}\|w_k\|^2 \leq E_W,\quad
+    \frac{1}{K}\sum_{k=1}^{K}\frac{1}{n_k}\sum_{i=1}^{n_k}\|h_{k,i}\|^2 \leq E_H .$$
+
+    **One feature per class.** For fixed $W$ the objective is convex in each $h_{k,i}$ and the
+    constraint is convex, so replacing the features of a class by their mean keeps feasibility
+    and (Jensen) does not increase the loss: some optimum has $h_{k,i} = h_k$, and the program
+    becomes
+    $$\min_{W, H}\ \frac{R \sum_{k \in A}\mathrm{CE}(W h_k, k)
+    + \sum_{k \in B}\mathrm{CE}(W h_k, k)}{k_A R + k_B},$$
+    i.e. the minority terms are down-weighted by $R$. The feature constraint is Fang et al.'s
+    class-averaged one (``feature_constraint="class"``: $\frac{1}{K}\sum_k\|h_k\|^2 \leq E_H$);
+    ``"sample"`` uses the per-sample average $\frac{1}{N}\sum_i \|h_i\|^2 =
+    \sum_k \frac{n_k}{N}\|h_k\|^2 \leq E_H$ instead (the two agree at $R = 1$).
+
+    **Optimisation.** $W$ and $H$ (`[K, dim]`) are the images of free variables $U, V$ under
+    the rescaling into the constraint set, $X = U / \sqrt{\max(1, e(U)/E)}$ (identity inside,
+    radial projection outside; it is onto, so minimising over $U$ solves the constrained
+    problem), and L-BFGS (strong-Wolfe line search, step `lr`, at most `steps` iterations,
+    float64) minimises the loss over $U, V$ from a random start on the boundary. At the solutions
+    found, both constraints are active. ``anchored=True`` fixes $W = \sqrt{E_W}\,
+    W_{\text{simplex}}$ (every $\|w_k\|^2 = E_W$) and optimises $H$ only (PAL, Theorem 4.1).
+
+    **What to expect** ($k_A = k_B = 5$): at $R = 1$ the solution is the simplex
+    (minority cosine $-1/9$, margin $(1 + \frac{1}{9})\sqrt{E_W E_H}$). As $R$ grows the minority
+    classifiers' pairwise cosine rises to 1 (minority collapse) and their margin falls to 0.
+    How fast depends on the budgets: with $E_W = E_H = 1$ the collapse is complete by
+    $R \approx 3$, where the minority classifiers (and features) shrink to the origin;
+    $E_W = E_H = 5$ rises gradually and reaches 1 near $R = 10^{3.6}$.
+    Anchored prototypes keep the cosine at $-1/(K-1)$ and the normalised margin at
+    $1 + \frac{1}{K-1}$ for every $R$ (the unnormalised margin still shrinks with the minority
+    feature norms).
+
+    Args:
+        k_major, k_minor: $k_A, k_B \geq 1$.
+        ratio: $R \geq 1$.
+        E_W, E_H: energy budgets $> 0$.
+        anchored: fix $W$ to the scaled simplex.
+        steps: maximum L-BFGS iterations (100 is enough away from the collapse threshold; 300
+            is accurate to ~1e-2 in the cosine near it).
+        lr: L-BFGS step length.
+        seed: seeds the initialisation.
+        dim: feature dimension, default $K$ (Fang et al. assume $d \geq K$); at least $K - 1$.
+        feature_constraint: ``"class"`` (Fang et al.) or ``"sample"``.
+
+    Returns:
+        dict with ``W`` and ``H`` (`[K, dim]` arrays, majority classes first), ``loss``,
+        ``minority_cosine`` / ``majority_cosine`` (mean pairwise cosine among the minority /
+        majority classifiers; NaN for a single class; a classifier shorter than
+        $10^{-4}\sqrt{E_W}$ has collapsed to the origin: two such count as cosine 1, one such
+        with another as 0), ``minority_norm`` / ``majority_norm`` (mean $\|w_k\|$),
+        ``margins`` (`[K]`, $\gamma_k = w_k^\top h_k - \max_{j \neq k} w_j^\top h_k$ on the
+        solution: all samples of class $k$ share $h_k$), ``gamma_min`` ($\min_k \gamma_k$),
+        ``gamma_min_normalized`` (the same with $w$ and $h$ normalised to unit length, as PAL
+        defines the sample margin; a vector that collapsed to the origin counts as 0), ``w_energy``,
+        ``h_energy`` (the constraint values, $\leq E_W, E_H$), ``ratio`` and ``anchored``.
+    """
+    args = _check_layer_peeled_args(
+        k_major, k_minor, E_W, E_H, steps, lr, seed, dim, feature_constraint
+    )
+    r = _check_ratios(ratio)
+    if r.size != 1:
+        raise ValueError(f"ratio must be a single number, got {ratio!r}")
+    out = _solve_layer_peeled_batch(r, *args[:4], bool(anchored), *args[4:])
+    result: dict[str, Any] = {}
+    for key, value in out.items():
+        result[key] = value[0] if value.ndim > 1 else float(value[0])
+    result["ratio"] = float(r[0])
+    result["anchored"] = bool(anchored)
+    return result
+
+
+def minority_collapse_sweep(
+    ratios: Any = None,
+    k_major: int = 5,
+    k_minor: int = 5,
+    E_W: float = 1.0,
+    E_H: float = 1.0,
+    anchored: bool = False,
+    steps: int = 300,
+    lr: float = 1.0,
+    seed: int = 0,
+    dim: int | None = None,
+    feature_constraint: str = "class",
+) -> dict[str, np.ndarray]:
+    r"""`solve_layer_peeled` at many imbalance ratios, for plotting.
+
+    All ratios are solved together as one batched program (the problems are independent and
+    share nothing but the line search), so 41 ratios cost about as much as a few: ~1-2 s at
+    the default 300 iterations and well under a second at ``steps=100`` on a 2-core CPU.
+    Default ratios: $R = 10^{0.1 i}$, $i = 0..40$ (Fang et al.'s sweep).
+
+    Returns:
+        dict of arrays indexed like ``ratios``: ``ratios``, ``minority_cosine``,
+        ``majority_cosine``, ``minority_norm``, ``majority_norm``, ``gamma_min``,
+        ``gamma_min_normalized``, ``loss``, ``w_energy``, ``h_energy``, and ``W``, ``H``
+        (`[len(ratios), K, dim]`), ``margins`` (`[len(ratios), K]`). Keys as in
+        `solve_layer_peeled`.
+    """
+    if ratios is None:
+        ratios = 10.0 ** (0.1 * np.arange(41))
+    r = _check_ratios(ratios)
+    args = _check_layer_peeled_args(
+        k_major, k_minor, E_W, E_H, steps, lr, seed, dim, feature_constraint
+    )
+    out = _solve_layer_peeled_batch(r, *args[:4], bool(anchored), *args[4:])
+    out["ratios"] = r
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Margins of LDAM and ELM
+# ----------------------------------------------------------------------------------------------
+def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
+    r"""LDAM's per-class margins $\Delta_j = C / n_j^{1/4}$ with $C$ chosen so that
+    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin).
+
+    Returns:
+        float64 array `[num_classes]`.
+    """
+    n = _check_counts(cls_num_list)
+    max_m = _check_positive("max_m", max_m)
+    m = n**-0.25
+    return m * (max_m / m.max())
+
+
+def elm_effective_margins(
+    cls_num_list: Sequence[int],
+    max_m: float = 0.5,
+    lam: float = 1.0,
+    use_target_margin: bool = True,
+) -> np.ndarray:
+    r"""The margin ELM actually asks for, for every (true class, strongest wrong class) pair.
+
+    ELM (Eq. 6) is
+    $\mathrm{softplus}(s(z_{c^*} - z_y) + s\Delta_y - s\lambda\Delta_{c^*} + \hat\rho)$:
+    the target must beat the strongest wrong logit $z_{c^*}$ by
+    $$m_{\text{eff}}(y, c^*) = \Delta_y - \lambda \Delta_{c^*}$$
+    ($-\lambda\Delta_{c^*}$ for "ELM w/o $\Delta_y$", ``use_target_margin=False``), against
+    LDAM's $\Delta_y$. For $\lambda > 0$ it is *smaller* than LDAM's margin: on CIFAR-10-LT
+    ($\rho = 100$), rarest true class vs the most frequent wrong class, 0.342 instead of 0.5;
+    the reverse pair gets -0.342.
+
+    Returns:
+        float64 array `[C, C]`: rows = true class $y$, columns = strongest wrong class $c^*$,
+        diagonal NaN ($c^* \neq y$).
+    """
+    m = ldam_margins(cls_num_list, max_m)
+    lam = _check_real("lam", lam)
+    if lam < 0:
+        raise ValueError(f"lam must be >= 0, got {lam}")
+    target = m[:, None] if use_target_margin else np.zeros((m.size, 1))
+    eff = target - lam * m[None, :]
+    np.fill_diagonal(eff, np.nan)
+    return eff
+
+
+def ce_softplus_forms(z: Any, y: Any) -> dict[str, np.ndarray]:
+    r"""The three equal forms of cross-entropy of the ELM paper (Eq. 1-3), per sample.
+
+    * ``"ce"`` (Eq. 1): $-\log \frac{e^{z_y}}{\sum_c e^{z_c}}$.
+    * ``"softplus_logsumexp"`` (Eq. 2): $\mathrm{softplus}(\log\sum_{c \neq y} e^{z_c} - z_y)$.
+    * ``"softplus_margin"`` (Eq. 3): $\mathrm{softplus}(z_{c^*} - z_y + \hat\rho)$ with
+      $c^* = \arg\max_{c \neq y} z_c$ and the bias margin
+      $\hat\rho = \log \sum_{c \neq y} e^{z_c - z_{c^*}} \in [0, \log(C-1)]$ (also returned as
+      ``"rho_hat"``, with ``"c_star"``).
+
+    Args:
+        z: logits `[batch_size, C]`, $C \geq 2$.
+        y: targets `[batch_size]` in $[0, C)$.
+
+    Returns:
+        dict of float64 arrays `[batch_size]` (``c_star`` int64).
+    """
+    z = _as_float64("z", z)
+    y = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).cpu()
+    if z.dim() != 2 or z.shape[1] < 2:
+        raise ValueError(f"z must have shape (batch_size, C >= 2), got {tuple(z.shape)}")
+    if y.dim() != 1 or y.shape[0] != z.shape[0]:
+        raise ValueError(f"y must have shape ({z.shape[0]},), got {tuple(y.shape)}")
+    if y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise TypeError(f"y must hold integer class indices, got dtype {y.dtype}")
+    y = y.long()
+    C = z.shape[1]
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= C):
+        raise ValueError(
+            f"y must be in [0, {C - 1}], got values in [{int(y.min())}, {int(y.max())}]"
+        )
+    z_y = z.gather(1, y[:, None]).squeeze(1)
+    # Eq. 1: CE = logsumexp_c z_c - z_y
+    ce = torch.logsumexp(z, dim=1) - z_y
+    others = z.scatter(1, y[:, None], -math.inf)
+    # Eq. 2: softplus(log sum_{c != y} e^{z_c} - z_y)
+    sp_lse = F.softplus(torch.logsumexp(others, dim=1) - z_y)
+    z_star, c_star = others.max(dim=1)
+    # Eq. 3: rho_hat = log sum_{c != y} e^{z_c - z_{c*}}, CE = softplus(z_{c*} - z_y + rho_hat)
+    rho_hat = torch.logsumexp(others - z_star[:, None], dim=1)
+    sp_margin = F.softplus(z_star - z_y + rho_hat)
+    return {
+        "ce": ce.numpy(),
+        "softplus_logsumexp": sp_lse.numpy(),
+        "softplus_margin": sp_margin.numpy(),
+        "rho_hat": rho_hat.numpy(),
+        "c_star": c_star.numpy(),
+    }
+
+
+def margin_softplus_form(
+    z: Any,
+    y: Any,
+    cls_num_list: Sequence[int],
+    max_m: float = 0.5,
+    s: float = 30.0,
+    lam: float = 1.0,
+    use_target_margin: bool = True,
+) -> dict[str, np.ndarray]:
+    r"""LDAM (ELM paper Eq. 5) and ELM (Eq. 6) written as a softplus hinge, per sample.
+
+    $$\mathrm{softplus}\big(s(z_{c^*} - z_y) + s\,m_{\text{eff}}(y, c^*) + \hat\rho\big), \qquad
+    \hat\rho = \log\sum_{c \neq y} e^{s(z_c - z_{c^*})},$$
+
+    with $c^* = \arg\max_{c \neq y} z_c$ and $m_{\text{eff}}$ = `elm_effective_margins`:
+    $\Delta_y - \lambda\Delta_{c^*}$ (ELM), $\Delta_y$ for ``lam=0`` (LDAM, Eq. 5),
+    $-\lambda\Delta_{c^*}$ for ``use_target_margin=False`` ("ELM w/o $\Delta_y$"). The scale $s$
+    multiplies every logit, as in the official ELM and LDAM code (the paper's Eq. 4 and 7 print
+    the non-target terms as $e^{z_j}$). The hinge's corner (argument 0, loss $\log 2$) is at
+    $z_y - z_{c^*} = m_{\text{eff}}(y, c^*) + \hat\rho / s$.
+
+    Args:
+        z: logits `[batch_size, C]` (cosine logits in the reference runs).
+        y: targets `[batch_size]` in $[0, C)$.
+        cls_num_list: training count of each class, `[C]`.
+        max_m, s, lam, use_target_margin: as in `palviz.losses.ELMLoss`.
+
+    Returns:
+        dict of arrays `[batch_size]`: ``"loss"`` (float64), ``"margin"`` ($m_{\text{eff}}$),
+        ``"rho_hat"`` ($\hat\rho$, in $[0, \log(C-1)]$), ``"c_star"`` (int64).
+    """
+    s = _check_positive("s", s)
+    eff = elm_effective_margins(cls_num_list, max_m, lam, use_target_margin)
+    z = _as_float64("z", z)
+    if z.dim() != 2 or z.shape[1] != eff.shape[0]:
+        raise ValueError(
+            f"z must have shape (batch_size, {eff.shape[0]}) to match cls_num_list, "
+            f"got {tuple(z.shape)}"
+        )
+    # c* and rho_hat of the scaled logits s z (Eq. 3 applied to s z); c* is the same for z
+    forms = ce_softplus_forms(s * z, y)
+    c_star = forms["c_star"]
+    y = np.asarray(torch.as_tensor(y).long())
+    rows = np.arange(z.shape[0])
+    zn = z.numpy()
+    margin = eff[y, c_star]
+    gap = zn[rows, y] - zn[rows, c_star]  # z_y - z_{c*}
+    # softplus(s (z_{c*} - z_y) + s m_eff + rho_hat), written stably
+    x = torch.as_tensor(s * (margin - gap) + forms["rho_hat"])
+    return {
+        "loss": F.softplus(x, threshold=50.0).numpy(),
+        "margin": margin,
+        "rho_hat": forms["rho_hat"],
+        "c_star": c_star,
+    }
+
+
+def logits_along_gap(
+    gaps: Any, y: int, c_star: int, num_classes: int, others_below: float = 0.05
+) -> torch.Tensor:
+    r"""Logit vectors that move only the gap $z_y - z_{c^*}$, for drawing a loss against it.
+
+    Row $g$ has $z_{c^*} = 0$, $z_y$ = `gaps[g]` and every other logit at $-$`others_below`, so
+    $c^*$ stays the strongest wrong class and $\hat\rho = \log(1 + (C-2)\,e^{-s\cdot
+    \text{others\_below}})$ is the same in every row.
+
+    Returns:
+        float64 tensor `[len(gaps), num_classes]`.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    y = _check_int("y", y, 0)
+    c_star = _check_int("c_star", c_star, 0)
+    if y >= k or c_star >= k or y == c_star:
+        raise ValueError(
+            f"y and c_star must be two different classes in [0, {k - 1}], got {y} and {c_star}"
+        )
+    below = _check_positive("others_below", others_below)
+    g = _as_float64("gaps", np.atleast_1d(np.asarray(gaps, dtype=np.float64)))
+    z = torch.full((g.numel(), k), -below, dtype=torch.float64)
+    z[:, c_star] = 0.0
+    z[:, y] = g
+    return z
