@@ -1,0 +1,610 @@
+"""One training loop, :func:`fit`, driven by a plain-data :class:`TrainConfig`.
+
+``fit`` is the loop of the published set-ups (REFERENCE.md 3 and 6) and nothing more: SGD with
+momentum and weight decay; a learning rate computed per epoch by the pure function
+:func:`learning_rate` (linear warm-up, then multi-step, cosine or constant); deferred
+re-weighting (DRW: class-balanced weights from ``drw_epoch`` on); optional gradient-norm
+clipping; AMP on CUDA; channels-last memory for images; evaluation on the test split; a
+checkpoint after every epoch, from which ``resume=True`` continues.
+
+The two published schedules, as configs::
+
+    # LDAM-DRW / ELM on CIFAR-LT (ResNet-32): warm-up 5, lr x0.01 at 160 and x0.0001 at 180
+    TrainConfig(epochs=200, lr=0.1, weight_decay=2e-4, warmup_epochs=5,
+                schedule="multistep", milestones=(160, 180), lr_factors=(0.01, 1e-4),
+                drw_epoch=160, augment=True, mean=CIFAR_MEAN, std=CIFAR_STD)
+    # APL on noisy MNIST: cosine annealing to 1e-3, Nesterov, gradient norm clipped at 5
+    TrainConfig(epochs=50, lr=0.01, weight_decay=1e-2, nesterov=True, schedule="cosine",
+                eta_min=1e-3, grad_clip=5.0)
+
+Resuming is exact: every random choice of epoch ``e`` (batch order, crops, flips, and any
+randomness inside the model) is a function of ``(seed, e)`` only, and the learning rate and
+class weights are functions of ``e``, so a run stopped after epoch ``e`` and resumed from its
+checkpoint ends with the same parameters, bit for bit on CPU, as a run that never stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from palviz.data import BatchIterator
+from palviz.files import save_torch
+from palviz.losses import class_balanced_weights
+
+__all__ = ["RunRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
+
+SCHEDULES = ("multistep", "cosine", "constant")
+CHECKPOINT_FORMAT = 1
+# Config fields that may change between a checkpoint and its resumption: they change how a
+# run is shown or how fast it goes, not which parameters it ends with (on the same device).
+_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last")
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _fail(name: str, value: Any, allowed: str) -> None:
+    raise ValueError(f"TrainConfig.{name} must be {allowed}, got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if not _is_int(value) or value < minimum:
+        _fail(name, value, f"an integer >= {minimum}")
+
+
+def _check_real(name: str, value: Any, low: float, *, strict: bool = False) -> None:
+    if not _is_real(value) or value < low or (strict and value == low):
+        _fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        _fail(name, value, "True or False")
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+
+
+@dataclass
+class TrainConfig:
+    """Everything :func:`fit` needs besides the model, loss and data; plain data that
+    round-trips through JSON (:meth:`to_dict`, :meth:`from_dict`).
+
+    Optimiser: SGD with ``momentum`` (``nesterov`` optional) and ``weight_decay`` on every
+    parameter, ``batch_size`` samples per step, ``epochs`` passes over the training split.
+
+    Learning rate of epoch ``e`` (0-based; see :func:`learning_rate`):
+
+    - ``warmup_epochs = W > 0``: ``lr * (e + 1) / W`` for ``e < W`` (LDAM-DRW: ``W = 5``);
+    - ``schedule="multistep"``: ``lr`` times ``gamma ** (milestones passed)``, or, when
+      ``lr_factors`` is given, times ``lr_factors[i]`` once the ``i``-th milestone has passed
+      (LDAM-DRW's "x0.01 at 160, x0.0001 at 180" is ``milestones=(160, 180),
+      lr_factors=(0.01, 1e-4)``); a milestone ``m`` takes effect at epoch ``m``;
+    - ``schedule="cosine"``: ``eta_min + (lr - eta_min) * (1 + cos(pi * t)) / 2`` with
+      ``t = (e - W) / (epochs - W)``, which is ``CosineAnnealingLR(T_max=epochs)`` stepped per
+      epoch when ``W = 0`` (the APL set-ups);
+    - ``schedule="constant"``: ``lr``.
+
+    Milestones and ``drw_epoch`` at or past ``epochs`` are allowed and never reached (a short
+    run of a long recipe).
+
+    DRW: from epoch ``drw_epoch`` on (0-based, LDAM-DRW: 160), the loss's ``weight`` is set to
+    ``class_balanced_weights(cls_num_list, cb_beta)``, before it to ``None`` (all ones).
+
+    Data: ``augment`` (random crop with padding 4 + horizontal flip, images only), ``mean`` /
+    ``std`` (per-channel normalisation, or ``None``). ``grad_clip``: maximum gradient L2 norm
+    (APL: 5.0), ``None`` for no clipping.
+
+    Speed: ``amp`` (float16 autocast + gradient scaling) takes effect on CUDA only; on CPU it
+    is ignored. ``channels_last`` stores image batches and conv weights as NHWC (on CUDA and
+    on CPU, where oneDNN convolutions are as fast or faster that way); it has no effect on
+    ``[N, D]`` inputs. ``device``: ``"auto"`` (CUDA if available), ``"cpu"``,
+    ``"cuda"``, ``"cuda:1"``, ... ``eval_every``: evaluate the test split every that many
+    epochs (and always after the last); 0 evaluates after the last epoch only. ``progress``:
+    a progress bar over epochs.
+    """
+
+    epochs: int = 200
+    batch_size: int = 128
+    lr: float = 0.1
+    momentum: float = 0.9
+    nesterov: bool = False
+    weight_decay: float = 2e-4
+    schedule: str = "multistep"
+    milestones: tuple[int, ...] = (160, 180)
+    gamma: float = 0.1
+    lr_factors: tuple[float, ...] | None = None
+    warmup_epochs: int = 0
+    eta_min: float = 0.0
+    drw_epoch: int | None = None
+    cb_beta: float = 0.9999
+    grad_clip: float | None = None
+    augment: bool = False
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    amp: bool = True
+    channels_last: bool = True
+    seed: int = 0
+    device: str = "auto"
+    eval_every: int = 1
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        # Lists (from JSON) become tuples, so equal configs compare equal.
+        for name in ("milestones", "lr_factors", "mean", "std"):
+            setattr(self, name, _as_tuple(getattr(self, name)))
+        _check_int("epochs", self.epochs, 1)
+        _check_int("batch_size", self.batch_size, 1)
+        _check_real("lr", self.lr, 0.0, strict=True)
+        _check_real("momentum", self.momentum, 0.0)
+        if self.momentum >= 1:
+            _fail("momentum", self.momentum, "in [0, 1)")
+        _check_bool("nesterov", self.nesterov)
+        if self.nesterov and self.momentum == 0:
+            _fail("momentum", self.momentum, "> 0 when nesterov=True")
+        _check_real("weight_decay", self.weight_decay, 0.0)
+        if self.schedule not in SCHEDULES:
+            _fail("schedule", self.schedule, f"one of {', '.join(map(repr, SCHEDULES))}")
+        if not isinstance(self.milestones, tuple) or not all(
+            _is_int(m) and m >= 1 for m in self.milestones
+        ):
+            _fail("milestones", self.milestones, "a tuple of integers >= 1")
+        if any(a >= b for a, b in zip(self.milestones[:-1], self.milestones[1:], strict=True)):
+            _fail("milestones", self.milestones, "strictly increasing")
+        _check_real("gamma", self.gamma, 0.0, strict=True)
+        if self.lr_factors is not None:
+            if not isinstance(self.lr_factors, tuple) or not all(
+                _is_real(f) and f > 0 for f in self.lr_factors
+            ):
+                _fail("lr_factors", self.lr_factors, "None or a tuple of numbers > 0")
+            if len(self.lr_factors) != len(self.milestones):
+                _fail(
+                    "lr_factors",
+                    self.lr_factors,
+                    f"one factor per milestone ({len(self.milestones)}: {self.milestones})",
+                )
+        _check_int("warmup_epochs", self.warmup_epochs, 0)
+        _check_real("eta_min", self.eta_min, 0.0)
+        if self.eta_min > self.lr:
+            _fail("eta_min", self.eta_min, f"<= lr ({self.lr})")
+        if self.drw_epoch is not None:
+            _check_int("drw_epoch", self.drw_epoch, 0)
+        _check_real("cb_beta", self.cb_beta, 0.0)
+        if self.cb_beta >= 1:
+            _fail("cb_beta", self.cb_beta, "in [0, 1)")
+        if self.grad_clip is not None:
+            _check_real("grad_clip", self.grad_clip, 0.0, strict=True)
+        _check_bool("augment", self.augment)
+        for name in ("mean", "std"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, tuple) or not value or not all(map(_is_real, value))
+            ):
+                _fail(name, value, "None or a non-empty tuple of numbers (one per channel)")
+        if (self.mean is None) != (self.std is None):
+            _fail("std", self.std, f"given together with mean (mean={self.mean!r})")
+        if self.mean is not None and len(self.mean) != len(self.std):
+            _fail("std", self.std, f"as long as mean ({len(self.mean)} values)")
+        if self.std is not None and min(self.std) <= 0:
+            _fail("std", self.std, "all > 0")
+        _check_bool("amp", self.amp)
+        _check_bool("channels_last", self.channels_last)
+        _check_int("seed", self.seed, 0)
+        if not isinstance(self.device, str):
+            _fail("device", self.device, "a string: 'auto', 'cpu', 'cuda', 'cuda:0', ...")
+        if self.device != "auto":
+            try:
+                torch.device(self.device)
+            except RuntimeError:
+                _fail("device", self.device, "'auto' or a torch device name ('cpu', 'cuda:0')")
+        _check_int("eval_every", self.eval_every, 0)
+        _check_bool("progress", self.progress)
+        # Plain Python numbers (not numpy's), so the config is JSON-ready and compares equal.
+        for name in ("epochs", "batch_size", "warmup_epochs", "drw_epoch", "seed", "eval_every"):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else int(value))
+        for name in ("lr", "momentum", "weight_decay", "gamma", "eta_min", "cb_beta", "grad_clip"):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else float(value))
+        self.milestones = tuple(int(m) for m in self.milestones)
+        for name in ("lr_factors", "mean", "std"):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else tuple(float(v) for v in value))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready plain data (tuples become lists)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        """The inverse of :meth:`to_dict`; unknown keys are an error."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(names)}")
+        return cls(**d)
+
+
+def learning_rate(config: TrainConfig, epoch: int) -> float:
+    """The learning rate of (0-based) ``epoch``: warm-up, then the schedule of ``config``
+    (see :class:`TrainConfig`). A pure function, so a resumed run needs no scheduler state."""
+    if epoch < config.warmup_epochs:
+        return config.lr * (epoch + 1) / config.warmup_epochs  # LDAM-DRW: lr * (e + 1) / 5
+    if config.schedule == "constant":
+        return config.lr
+    if config.schedule == "multistep":
+        passed = sum(epoch >= m for m in config.milestones)
+        if passed == 0:
+            return config.lr
+        if config.lr_factors is not None:
+            return config.lr * config.lr_factors[passed - 1]
+        return config.lr * config.gamma**passed
+    # cosine annealing from lr (end of warm-up) towards eta_min (epoch == epochs)
+    t = (epoch - config.warmup_epochs) / max(1, config.epochs - config.warmup_epochs)
+    c = (1 + math.cos(math.pi * t)) / 2
+    # = eta_min + (lr - eta_min) * c, written so that c = 1 and c = 0 give lr and eta_min exactly
+    return config.lr * c + config.eta_min * (1 - c)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class RunRecord:
+    """What :func:`fit` returns.
+
+    Attributes:
+        config: the :class:`TrainConfig` as a dict.
+        history: one dict per epoch: ``epoch``, ``lr``, ``train_loss``, ``train_acc``,
+            ``seconds`` (the training pass), and on evaluated epochs ``test_acc`` and
+            ``per_class_acc`` (a list; ``None`` for a class absent from the test split).
+        final: the last epoch's row (``test_acc``, ``per_class_acc``, ``train_loss``, ...).
+        last_acc: test accuracy after the last epoch (``None`` without a test split).
+        best_acc, best_epoch: the best test accuracy over the evaluated epochs and its epoch.
+            Selecting on the test split is what the reference code reports; it is labelled
+            as "best" wherever shown and never replaces ``last_acc``.
+        seconds: wall time of training and evaluation, summed over resumptions.
+    """
+
+    config: dict[str, Any]
+    history: list[dict[str, Any]]
+    final: dict[str, Any]
+    last_acc: float | None
+    best_acc: float | None
+    best_epoch: int | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready plain data."""
+        return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"`` -> CUDA if available, else CPU; anything else -> ``torch.device(device)``."""
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _epoch_seed(seed: int, epoch: int) -> int:
+    """A torch seed that is a pure function of ``(seed, epoch)``, distinct across both."""
+    return int(np.random.SeedSequence([seed, epoch, 1]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def _split(name: str, data: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise ValueError(f"{name} must be a pair (x, y) of tensors, got {type(data).__name__}")
+    x, y = (torch.as_tensor(v) for v in data)
+    if len(x) != len(y) or len(x) == 0:
+        raise ValueError(
+            f"{name}: x and y must hold the same number (> 0) of samples, got {len(x)} and {len(y)}"
+        )
+    return x, y
+
+
+def _nan_to_none(values: np.ndarray) -> list[float | None]:
+    return [None if math.isnan(v) else float(v) for v in values.tolist()]
+
+
+@torch.no_grad()
+def _evaluate(
+    model: nn.Module, batches: BatchIterator, *, amp: bool, keep_outputs: bool
+) -> dict[str, Any]:
+    """Accuracy (and, with ``keep_outputs``, logits and features) over ``batches``, counted
+    on the device."""
+    was_training = model.training
+    model.eval()
+    correct = total = None
+    logits_all, features_all = [], []
+    for xb, yb in batches.epoch(0):
+        with torch.autocast(batches.device.type, enabled=amp):
+            logits, features = model.forward_features(xb)
+        k = logits.shape[1]
+        hits = yb[logits.argmax(1) == yb]
+        if correct is None:
+            correct = torch.zeros(k, dtype=torch.long, device=yb.device)
+            total = torch.zeros(k, dtype=torch.long, device=yb.device)
+        correct += torch.bincount(hits, minlength=k)
+        total += torch.bincount(yb, minlength=k)
+        if keep_outputs:
+            logits_all.append(logits.float().cpu())
+            features_all.append(features.float().cpu())
+    model.train(was_training)
+    correct, total = correct.cpu().numpy(), total.cpu().numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_class = np.where(total > 0, correct / np.maximum(total, 1), np.nan)
+    out: dict[str, Any] = {"acc": float(correct.sum() / total.sum()), "per_class_acc": per_class}
+    if keep_outputs:
+        out["logits"] = torch.cat(logits_all)
+        out["features"] = torch.cat(features_all)
+        out["targets"] = batches.y.cpu()
+    return out
+
+
+def evaluate(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    batch_size: int = 1024,
+    mean: Any = None,
+    std: Any = None,
+    device: str | torch.device | None = None,
+    amp: bool = True,
+) -> dict[str, Any]:
+    """Run ``model`` (a :class:`palviz.models.Classifier`) over ``(x, y)`` in eval mode.
+
+    Args:
+        model: has ``forward_features(x) -> (logits, features)``.
+        x: ``[N, C, H, W]`` images (``uint8`` or float) or ``[N, D]`` vectors.
+        y: ``[N]`` labels.
+        batch_size: samples per forward pass.
+        mean, std: normalisation, as in training (``TrainConfig.mean`` / ``.std``).
+        device: where to run; ``None`` = where the model's parameters are (the model is moved
+            otherwise).
+        amp: float16 autocast, on CUDA only.
+
+    Returns:
+        ``logits`` ``[N, num_classes]`` and ``features`` ``[N, feat_dim]`` (float32, CPU),
+        ``targets`` ``[N]`` (CPU), ``acc`` (float), ``per_class_acc`` (``np.ndarray``
+        ``[num_classes]``, NaN for a class absent from ``y``).
+    """
+    if device is None:
+        first = next(model.parameters(), None)
+        dev = first.device if first is not None else torch.device("cpu")
+    else:
+        dev = resolve_device(device)
+        model.to(dev)
+    batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
+    return _evaluate(model, batches, amp=amp and dev.type == "cuda", keep_outputs=True)
+
+
+def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
+    current = config.to_dict()
+    changed = sorted(
+        k
+        for k in set(saved) | set(current)
+        if k not in _RESUMABLE_CHANGES and saved.get(k) != current.get(k)
+    )
+    if changed:
+        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        raise ValueError(
+            f"cannot resume from {path}: it was written by a run with another config ({detail}); "
+            f"only {', '.join(_RESUMABLE_CHANGES)} may change"
+        )
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def fit(
+    model: nn.Module,
+    loss_fn: nn.Module,
+    train: tuple[torch.Tensor, torch.Tensor],
+    test: tuple[torch.Tensor, torch.Tensor] | None = None,
+    config: TrainConfig | None = None,
+    *,
+    cls_num_list: list[int] | None = None,
+    checkpoint_path: str | os.PathLike | None = None,
+    resume: bool = False,
+) -> RunRecord:
+    """Train ``model`` in place with ``loss_fn`` on ``train`` and return the run's record.
+
+    Args:
+        model: a :class:`palviz.models.Classifier` (``forward`` -> logits,
+            ``forward_features`` -> ``(logits, features)``).
+        loss_fn: ``(logits, targets) -> mean loss``; with DRW it must have a settable
+            ``weight`` attribute (every class-imbalance loss of :mod:`palviz.losses` has).
+        train, test: ``(x, y)``: ``[N, C, H, W]`` images (``uint8``, normalised per batch) or
+            ``[N, D]`` float vectors, and ``[N]`` integer labels. ``test`` is optional.
+        config: a :class:`TrainConfig` (default: ``TrainConfig()``).
+        cls_num_list: training count of each class; required when ``config.drw_epoch`` is set.
+        checkpoint_path: where to write a checkpoint after every epoch (atomically; load
+            with ``torch.load(path, weights_only=True)``): ``model``, ``optimizer`` and
+            ``scaler`` state dicts, ``epoch``, ``history``, ``config``, ``seconds``.
+        resume: continue from ``checkpoint_path`` if it exists (from the epoch after the one
+            it holds; the config must match, see ``_RESUMABLE_CHANGES``); start afresh if it
+            does not.
+
+    Returns:
+        A :class:`RunRecord`.
+    """
+    config = TrainConfig() if config is None else config
+    # -- 0. every check before any work
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    x, y = _split("train", train)
+    test = None if test is None else _split("test", test)
+    if resume and checkpoint_path is None:
+        raise ValueError("resume=True needs a checkpoint_path")
+    cb_weights = None
+    if config.drw_epoch is not None:
+        if cls_num_list is None:
+            raise ValueError(
+                f"TrainConfig.drw_epoch={config.drw_epoch} needs cls_num_list (the training "
+                "count of each class) for the class-balanced weights; got cls_num_list=None"
+            )
+        if not hasattr(loss_fn, "weight"):
+            raise ValueError(
+                f"DRW sets loss_fn.weight, but {type(loss_fn).__name__} has no weight attribute"
+            )
+        cb_weights = class_balanced_weights(cls_num_list, config.cb_beta)
+        prototypes = getattr(getattr(model, "head", None), "prototypes", None)
+        if prototypes is not None and len(cb_weights) != len(prototypes):
+            raise ValueError(
+                f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
+            )
+
+    # -- 1. device, data, optimiser
+    device = resolve_device(config.device)
+    use_amp = config.amp and device.type == "cuda"
+    channels_last = config.channels_last and x.dim() == 4
+    model.to(device)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    if isinstance(loss_fn, nn.Module):
+        loss_fn.to(device)
+    if cb_weights is not None:
+        cb_weights = cb_weights.to(device)
+    stats = {"mean": config.mean, "std": config.std, "device": device}
+    train_batches = BatchIterator(
+        x, y, config.batch_size, shuffle=True, augment=config.augment, seed=config.seed, **stats
+    )
+    test_batches = None if test is None else BatchIterator(*test, 1024, shuffle=False, **stats)
+    optimizer = torch.optim.SGD(
+        model.parameters(),
+        lr=config.lr,
+        momentum=config.momentum,
+        nesterov=config.nesterov,
+        weight_decay=config.weight_decay,
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+
+    # -- 2. resume
+    start, history, seconds = 0, [], 0.0
+    if resume and Path(checkpoint_path).exists():
+        state = torch.load(checkpoint_path, map_location=device, weights_only=True)
+        _check_resumable(state["config"], config, Path(checkpoint_path))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        start, history, seconds = state["epoch"] + 1, state["history"], state["seconds"]
+
+    # -- 3. train
+    bar = tqdm(
+        range(start, config.epochs),
+        initial=start,
+        total=config.epochs,
+        desc="fit",
+        unit="epoch",
+        disable=not config.progress,
+    )
+    for epoch in bar:
+        t0 = time.perf_counter()
+        torch.manual_seed(_epoch_seed(config.seed, epoch))  # model-side randomness, if any
+        lr = learning_rate(config, epoch)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        if cb_weights is not None:
+            # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
+            loss_fn.weight = cb_weights if epoch >= config.drw_epoch else None
+        model.train()
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), dtype=torch.long, device=device)
+        for xb, yb in train_batches.epoch(epoch):
+            if channels_last:
+                xb = xb.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device.type, enabled=use_amp):
+                logits = model(xb)
+                loss = loss_fn(logits, yb)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if config.grad_clip is not None:
+                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            # summed on the device: no host sync per batch
+            loss_sum += loss.detach().float() * len(yb)
+            correct += (logits.detach().argmax(1) == yb).sum()
+        n = train_batches.num_samples
+        row: dict[str, Any] = {
+            "epoch": epoch,
+            "lr": lr,
+            "train_loss": loss_sum.item() / n,
+            "train_acc": correct.item() / n,
+            "seconds": time.perf_counter() - t0,
+        }
+        last = epoch == config.epochs - 1
+        if test_batches is not None and (
+            last or (config.eval_every and (epoch + 1) % config.eval_every == 0)
+        ):
+            result = _evaluate(model, test_batches, amp=use_amp, keep_outputs=False)
+            row["test_acc"] = result["acc"]
+            row["per_class_acc"] = _nan_to_none(result["per_class_acc"])
+        history.append(row)
+        seconds += time.perf_counter() - t0
+        if checkpoint_path is not None:
+            save_torch(
+                checkpoint_path,
+                {
+                    "format": CHECKPOINT_FORMAT,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scaler": scaler.state_dict(),
+                    "epoch": epoch,
+                    "history": history,
+                    "config": config.to_dict(),
+                    "seconds": seconds,
+                },
+            )
+        postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
+        if "test_acc" in row:
+            postfix["test"] = f"{row['test_acc']:.3f}"
+        bar.set_postfix(postfix)
+    bar.close()
+
+    # -- 4. the record
+    if not history:
+        raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
+    evaluated = [r for r in history if "test_acc" in r]
+    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
+    return RunRecord(
+        config=config.to_dict(),
+        history=history,
+        final=dict(history[-1]),
+        last_acc=history[-1].get("test_acc"),
+        best_acc=None if best is None else best["test_acc"],
+        best_epoch=None if best is None else best["epoch"],
+        seconds=seconds,
+    )
