@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from palviz.data import BatchIterator
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
+from palviz.metrics import min_prototype_angle
 
 __all__ = ["RunRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
 
@@ -572,6 +573,9 @@ def fit(
             result = _evaluate(model, test_batches, amp=use_amp, keep_outputs=False)
             row["test_acc"] = result["acc"]
             row["per_class_acc"] = _nan_to_none(result["per_class_acc"])
+            prototypes = getattr(getattr(model, "head", None), "prototypes", None)
+            if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
+                row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:

@@ -57,6 +57,8 @@ def test_run_records_what_the_tables_need(runs):
     assert len(m["per_class_acc"]) == 10 == len(m["train_counts"])
     assert m["train_counts"][0] > m["train_counts"][-1]
     assert len(m["history"]) == 1
+    # the angle between the closest pair of class vectors, per evaluated epoch (PAL Fig. 5)
+    assert 0.0 < m["history"][-1]["min_prototype_angle"] <= 180.0
     assert 0.0 <= m["last_acc"] <= 1.0
     assert set(m["shot_groups"]) == {"many", "medium", "few"}
     arrays = result.features()
