@@ -667,3 +667,570 @@ def noisy_spec(
         train=config,
         label=recipe["label"],
     )
+
+
+# ---- noisy-label tables (notebook 07) ----
+
+
+def is_cached(spec: RunSpec) -> bool:
+    """Whether :func:`run` would serve ``spec`` from the cache without training."""
+    return (runs_dir() / spec.key() / "metrics.json").exists()
+
+
+def _limit_threads(threads: int | None) -> None:
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def _run_uncached(spec: RunSpec) -> RunResult:
+    return run(spec)
+
+
+def run_parallel(
+    specs: Iterable[RunSpec],
+    *,
+    workers: int = 2,
+    threads: int | None = 1,
+    desc: str = "runs",
+) -> list[RunResult]:
+    """:func:`run` each spec, training the missing ones in ``workers`` processes at once.
+
+    Cached runs are read in this process (a warm cache starts no process). Missing runs
+    (each distinct cache key once) are trained in ``workers`` fresh (spawned) processes, each
+    limited to ``threads`` torch threads: a CPU-sized network gains little from intra-op
+    threads, and two one-thread runs side by side use two cores fully. With ``workers <= 1``
+    the runs are trained here, one after the other, with ``threads`` threads (``None`` leaves
+    torch's setting alone; use that and ``workers=1`` on a GPU). Returns one
+    :class:`RunResult` per spec, in order, each carrying its own spec (and label).
+    """
+    from tqdm.auto import tqdm
+
+    specs = list(specs)
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be None or an integer >= 1, got {threads!r}")
+    results: list[RunResult | None] = [None] * len(specs)
+    missing: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        if is_cached(spec):
+            results[i] = run(spec)
+        else:
+            missing.setdefault(spec.key(), []).append(i)
+
+    def _store(key: str, result: RunResult) -> None:
+        for i in missing[key]:
+            results[i] = RunResult(specs[i], result.metrics, result.path)
+
+    todo = {key: specs[idx[0]] for key, idx in missing.items()}
+    if todo and (workers == 1 or len(todo) == 1):
+        before = torch.get_num_threads()
+        _limit_threads(threads)
+        try:
+            with tqdm(todo.items(), desc=desc, unit="run") as bar:
+                for key, spec in bar:
+                    bar.set_postfix_str(spec.label or spec.loss)
+                    _store(key, run(spec))
+        finally:
+            torch.set_num_threads(before)
+    elif todo:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        context = multiprocessing.get_context("spawn")  # fork is unsafe after torch's threads
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(todo)),
+            mp_context=context,
+            initializer=_limit_threads,
+            initargs=(threads,),
+        ) as pool:
+            futures = {pool.submit(_run_uncached, spec): key for key, spec in todo.items()}
+            with tqdm(total=len(futures), desc=desc, unit="run") as bar:
+                for future in as_completed(futures):
+                    _store(futures[future], future.result())
+                    bar.update()
+    return results  # type: ignore[return-value]
+
+
+_PROFILE_SIZE = "profile"
+
+
+def noisy_grid(
+    methods: Sequence[str],
+    etas: Sequence[float],
+    kind: str = "symmetric",
+    *,
+    seeds: Sequence[int] = (0,),
+    profile: str | None = None,
+    dataset: str | None = None,
+    train_size: int | None | str = _PROFILE_SIZE,
+    **train_changes: Any,
+) -> list[RunSpec]:
+    """The specs of a table: every method x noise rate x seed (method-major order), with
+    :func:`noisy_spec`'s defaults; ``train_size`` (default: the profile's) and
+    ``train_changes`` (TrainConfig fields) change the size of every run alike."""
+    specs = []
+    for method in methods:
+        for eta in etas:
+            for seed in seeds:
+                spec = noisy_spec(
+                    method, eta, kind, seed=seed, profile=profile, dataset=dataset, **train_changes
+                )
+                if train_size != _PROFILE_SIZE:
+                    spec = spec.replace(train_size=train_size)
+                specs.append(spec)
+    return specs
+
+
+def scale_sweep(
+    method: str,
+    etas: Sequence[float],
+    scales: Sequence[float],
+    kind: str = "symmetric",
+    *,
+    seeds: Sequence[int] = (0,),
+    profile: str | None = None,
+    dataset: str | None = None,
+    train_size: int | None | str = _PROFILE_SIZE,
+    **train_changes: Any,
+) -> list[RunSpec]:
+    """The specs of an accuracy-versus-s curve (PAL Fig. 4 and 5a): ``method`` (a ``+FNPAL``
+    or ``+FNPN`` method) at every noise rate x scale s x seed; each spec's label is
+    ``"<method> s=<s>"``."""
+    if not (method.endswith("+FNPAL") or method.endswith("+FNPN")):
+        raise ValueError(f"method must be a +FNPAL or +FNPN method, got {method!r}")
+    specs = []
+    for eta in etas:
+        for s in scales:
+            for seed in seeds:
+                spec = noisy_spec(
+                    method,
+                    eta,
+                    kind,
+                    seed=seed,
+                    profile=profile,
+                    dataset=dataset,
+                    scale=float(s),
+                    **train_changes,
+                )
+                if train_size != _PROFILE_SIZE:
+                    spec = spec.replace(train_size=train_size)
+                specs.append(spec.replace(label=f"{method} s={s:g}"))
+    return specs
+
+
+def noisy_accuracy_table(
+    results: Sequence[RunResult], key: str = "last_acc"
+) -> dict[str, dict[tuple[str, float], tuple[float, float, int]]]:
+    """``metrics[key]`` of noisy runs as a table: ``{label: {(kind, eta): (mean, std, n)}}``
+    over seeds, rows and columns in order of first appearance; std is NaN for one seed."""
+    cells: dict[str, dict[tuple[str, float], list[float]]] = {}
+    for result in results:
+        column = (result.spec.noise_kind, float(result.spec.noise_rate))
+        cells.setdefault(result.label, {}).setdefault(column, []).append(result.metrics[key])
+    return {
+        label: {
+            column: (
+                float(np.mean(v)),
+                float(np.std(v, ddof=1)) if len(v) > 1 else float("nan"),
+                len(v),
+            )
+            for column, v in row.items()
+        }
+        for label, row in cells.items()
+    }
+
+
+def format_noisy_table(
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    *,
+    title: str = "",
+) -> str:
+    """A plain-text table of :func:`noisy_accuracy_table` in percent: one row per method, one
+    column per (kind, eta), ``mean +- std`` where several seeds ran, ``-`` where a method did
+    not run; the highest mean of each column is marked ``*`` (a reading aid, not a ranking:
+    differences within a seed's spread mean nothing)."""
+    columns: list[tuple[str, float]] = []
+    for row in table.values():
+        columns += [c for c in row if c not in columns]
+    kinds = {"symmetric": "sym", "asymmetric": "asym"}
+    heads = [f"{kinds.get(k, k)} {eta:g}" for k, eta in columns]
+    best = {
+        c: max((row[c][0] for row in table.values() if c in row), default=None) for c in columns
+    }
+
+    def cell(row, c):
+        if c not in row:
+            return "-"
+        mean, std, _ = row[c]
+        text = f"{100 * mean:.1f}" if np.isnan(std) else f"{100 * mean:.1f} +- {100 * std:.1f}"
+        return text + ("*" if mean == best[c] else " ")
+
+    body = [[cell(row, c) for c in columns] for row in table.values()]
+    width0 = max([len("method")] + [len(label) for label in table])
+    widths = [max(len(h), *(len(r[j]) for r in body)) for j, h in enumerate(heads)]
+    lines = [title] if title else []
+    lines.append(f"{'method':<{width0}}  " + _joined(heads, widths))
+    for label, row in zip(table, body, strict=True):
+        lines.append(f"{label:<{width0}}  " + _joined(row, widths))
+    return "\n".join(lines)
+
+
+def _joined(texts: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(text.rjust(w) for text, w in zip(texts, widths, strict=True))
+
+
+def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, values)`` of ``key`` over the epochs whose history row has it (1-based
+    epochs, so the last of E epochs is E), e.g. ``"test_acc"`` or ``"min_prototype_angle"``."""
+    rows = [r for r in result.metrics["history"] if key in r]
+    if not rows:
+        raise ValueError(f"no history row of {result.label!r} has {key!r}")
+    epochs = np.array([r["epoch"] + 1 for r in rows])
+    return epochs, np.array([r[key] for r in rows], dtype=float)
+
+
+# ---- long-tailed tables and geometry (notebooks 06, 08) ----
+
+#: Top-1 test accuracy published for ResNet-32 on CIFAR-LT with the exponential profile
+#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy; REFERENCE.md 6),
+#: keyed by ``(dataset, imbalance ratio, method)``. "CE" is the paper's ERM row. The reference
+#: code keeps the best test-set epoch, so these stand beside palviz's *best-epoch* column.
+PUBLISHED_LT_ACCURACY: dict[tuple[str, int, str], float] = {
+    ("cifar10", 100, "LDAM-DRW"): 0.7703,
+    ("cifar10", 10, "LDAM-DRW"): 0.8816,
+    ("cifar100", 100, "LDAM-DRW"): 0.4204,
+    ("cifar100", 10, "LDAM-DRW"): 0.5871,
+    ("cifar10", 10, "CE"): 0.8639,
+}
+
+#: How tables and captions name the datasets.
+DATASET_NAMES = {
+    "mnist1d": "MNIST-1D",
+    "digits": "digits",
+    "mnist": "MNIST",
+    "cifar10": "CIFAR-10",
+    "cifar100": "CIFAR-100",
+}
+
+
+def published_lt_accuracy(dataset: str, imbalance_ratio: float, method: str) -> float | None:
+    """The published accuracy of ``method`` on ``dataset``-LT at ``imbalance_ratio``
+    (:data:`PUBLISHED_LT_ACCURACY`), or ``None`` where the paper has no such number."""
+    return PUBLISHED_LT_ACCURACY.get((dataset, int(imbalance_ratio), method))
+
+
+def lt_grid(
+    methods: Sequence[str] | None = None,
+    *,
+    pal: Sequence[bool] = (False, True),
+    ratios: Sequence[float] | None = None,
+    seeds: Sequence[int] | dict[float, Sequence[int]] | None = None,
+    datasets: Sequence[str] | None = None,
+    profile: str | None = None,
+    **train_changes: Any,
+) -> list[RunSpec]:
+    """The specs of a long-tailed table: every dataset x ratio x method x PAL x seed, in that
+    (nested) order, each made by :func:`lt_spec` so a notebook that asks for one of them gets
+    the same cached run.
+
+    Defaults come from :func:`long_tailed_setup` (``datasets``, ``ratios``, ``seeds``) and
+    :data:`LT_METHODS`. ``seeds`` may map an imbalance ratio to its own seeds (a ratio it does
+    not name gets the profile's seeds), e.g. ``{10: (0,)}`` to run one seed at rho = 10.
+    """
+    setup = long_tailed_setup(profile)
+    methods = tuple(LT_METHODS) if methods is None else tuple(methods)
+    for method in methods:
+        if method not in LT_METHODS:
+            raise ValueError(f"methods must be among {tuple(LT_METHODS)}, got {method!r}")
+    if not pal or not all(isinstance(p, bool) for p in pal):
+        raise ValueError(f"pal must be a non-empty sequence of True/False, got {pal!r}")
+    ratios = tuple(setup["ratios"] if ratios is None else ratios)
+    datasets = tuple(setup["datasets"] if datasets is None else datasets)
+    specs = []
+    for dataset in datasets:
+        for rho in ratios:
+            if isinstance(seeds, dict):
+                rho_seeds = tuple(seeds.get(rho, setup["seeds"]))
+            else:
+                rho_seeds = tuple(setup["seeds"] if seeds is None else seeds)
+            if not rho_seeds:
+                raise ValueError(f"seeds must name at least one seed for rho = {rho}")
+            for method in methods:
+                for with_pal in pal:
+                    for seed in rho_seeds:
+                        specs.append(
+                            lt_spec(
+                                method,
+                                pal=with_pal,
+                                imbalance_ratio=rho,
+                                seed=seed,
+                                profile=profile,
+                                dataset=dataset,
+                                **train_changes,
+                            )
+                        )
+    return specs
+
+
+def select_runs(
+    results: Iterable[RunResult],
+    *,
+    dataset: str | None = None,
+    imbalance_ratio: float | None = None,
+    labels: Sequence[str] | None = None,
+    seed: int | None = None,
+) -> list[RunResult]:
+    """The results that match every given criterion; with ``labels``, in the order of
+    ``labels`` (then by seed), else in their own order."""
+    out = [
+        r
+        for r in results
+        if (dataset is None or r.spec.dataset == dataset)
+        and (imbalance_ratio is None or r.spec.imbalance_ratio == imbalance_ratio)
+        and (labels is None or r.label in labels)
+        and (seed is None or r.spec.seed == seed)
+    ]
+    if labels is not None:
+        out.sort(key=lambda r: (list(labels).index(r.label), r.spec.seed))
+    return out
+
+
+_GROUPS = pmetrics.SHOT_GROUPS
+
+
+def _mean_std(values: Sequence[float | None], what: str) -> tuple[float, float] | None:
+    """(mean, std over seeds) of ``values``; std is NaN for one value; ``None`` when every
+    value is ``None`` (an empty shot group)."""
+    if all(v is None for v in values):
+        return None
+    if any(v is None for v in values):
+        raise ValueError(f"{what}: some seeds have a value and some have none: {values}")
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else float("nan")
+
+
+def lt_table(results: Sequence[RunResult]) -> list[dict]:
+    """One row per (dataset, imbalance ratio, method label), in order of first appearance,
+    with mean and standard deviation over its seeds:
+
+    ``dataset``, ``imbalance_ratio``, ``method``, ``seeds``, ``arch``, ``epochs``,
+    ``train_counts``, ``test_size``; ``last`` and ``best`` (overall test accuracy after the
+    last epoch and at the best test epoch, as ``(mean, std)``); ``many``, ``medium``, ``few``
+    (shot-group accuracy after the last epoch, ``(mean, std)`` or ``None`` for a group with
+    no class); ``best_epochs`` (1-based, one per seed); ``published`` (the LDAM-DRW paper's
+    number, :func:`published_lt_accuracy`, or ``None``). Std is NaN for a single seed.
+    """
+    groups: dict[tuple, list[RunResult]] = {}
+    for r in results:
+        groups.setdefault((r.spec.dataset, r.spec.imbalance_ratio, r.label), []).append(r)
+    rows = []
+    for (dataset, rho, label), runs in groups.items():
+        seeds = [r.spec.seed for r in runs]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"results hold a seed twice for {label} at rho = {rho}: {seeds}")
+        what = f"{label} on {dataset} at rho = {rho:g}"
+        m = [r.metrics for r in runs]
+        rows.append(
+            {
+                "dataset": dataset,
+                "imbalance_ratio": rho,
+                "method": label,
+                "seeds": seeds,
+                "arch": runs[0].spec.arch,
+                "epochs": runs[0].spec.train.epochs,
+                "train_counts": m[0]["train_counts"],
+                "test_size": m[0]["profile_sizes"]["test"],
+                "last": _mean_std([x["last_acc"] for x in m], what),
+                "best": _mean_std([x["best_acc"] for x in m], what),
+                "best_epochs": [None if e is None else e + 1 for e in (x["best_epoch"] for x in m)],
+                **{g: _mean_std([x["shot_groups"][g] for x in m], what) for g in _GROUPS},
+                "published": published_lt_accuracy(dataset, rho, label),
+            }
+        )
+    return rows
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    seeds = sorted(set(seeds))
+    n = len(seeds)
+    return f"seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}" + (
+        f" (mean ± std over {n})" if n > 1 else " (one run, no spread)"
+    )
+
+
+def _sizes_text(runs: Sequence[RunResult]) -> str:
+    """Sizes and seeds of runs on one data set at one ratio."""
+    counts = runs[0].metrics["train_counts"]
+    sizes = runs[0].metrics["profile_sizes"]
+    return (
+        f"{sizes['train']:,} training samples ({counts[0]:,} ... {counts[-1]:,} per class), "
+        f"{sizes['test']:,} test samples (balanced), " + _seed_text([r.spec.seed for r in runs])
+    )
+
+
+def _setup_text(results: Sequence[RunResult], profile: str | None) -> str:
+    archs = sorted({r.spec.arch for r in results})
+    epochs = sorted({r.spec.train.epochs for r in results})
+    return f"{', '.join(archs)}, {', '.join(map(str, epochs))} epochs, profile {profile}."
+
+
+def _by_dataset_and_ratio(results: Sequence[RunResult]) -> dict[tuple, list[RunResult]]:
+    out: dict[tuple, list[RunResult]] = {}
+    for r in results:
+        out.setdefault((r.spec.dataset, r.spec.imbalance_ratio), []).append(r)
+    return out
+
+
+def _lt_name(dataset: str, rho: float) -> str:
+    return f"{DATASET_NAMES.get(dataset, dataset)}-LT, rho = {rho:g}"
+
+
+def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
+    """One line that says what ``results`` measured: data set, imbalance ratio(s), training
+    and test sizes, seeds, network, epochs and profile (printed beside every table and figure)."""
+    if not results:
+        raise ValueError("results must not be empty")
+    profile = resolve_profile(profile)
+    parts = [
+        f"{_lt_name(*key)}: {_sizes_text(runs)}"
+        for key, runs in _by_dataset_and_ratio(results).items()
+    ]
+    return "; ".join(parts) + ". " + _setup_text(results, profile)
+
+
+def _cell(value: tuple[float, float] | None) -> str:
+    if value is None:
+        return "n/a"
+    mean, std = value
+    return f"{100 * mean:.1f}" if np.isnan(std) else f"{100 * mean:.1f} ± {100 * std:.1f}"
+
+
+def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
+    """Markdown tables of :func:`lt_table` (accuracy in %), one per data set and imbalance
+    ratio, each under a caption (:func:`lt_caption`) and with the shot groups' class counts
+    in the header. A "published" column appears beside the best-epoch column when the
+    LDAM-DRW paper has a number for one of the rows."""
+    rows = lt_table(results)
+    blocks = []
+    for dataset, rho in dict.fromkeys((r["dataset"], r["imbalance_ratio"]) for r in rows):
+        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
+        groups = pmetrics.shot_groups(block[0]["train_counts"])
+        shot_heads = [f"{g}-shot, last ({len(groups[g])} cl.)" for g in _GROUPS]
+        published = any(r["published"] is not None for r in block)
+        head = ["method", "overall, last epoch", "overall, best epoch"]
+        head += ["published (paper)"] if published else []
+        head += shot_heads + ["seeds"]
+        runs = _by_dataset_and_ratio(results)[dataset, rho]
+        lines = [
+            f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. "
+            + _setup_text(runs, resolve_profile(profile)),
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|",
+        ]
+        for r in block:
+            cells = [r["method"], _cell(r["last"]), _cell(r["best"])]
+            if published:
+                cells.append("-" if r["published"] is None else f"{100 * r['published']:.2f}")
+            cells += [_cell(r[g]) for g in _GROUPS]
+            cells.append(", ".join(map(str, r["seeds"])))
+            lines.append("| " + " | ".join(cells) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def published_lt_markdown() -> str:
+    """The published CIFAR-LT numbers (:data:`PUBLISHED_LT_ACCURACY`) as a markdown table."""
+    lines = [
+        "| data set | rho | method | published top-1 accuracy (%) |",
+        "|:---|---:|:---|---:|",
+    ]
+    for (dataset, rho, method), acc in PUBLISHED_LT_ACCURACY.items():
+        lines.append(f"| {DATASET_NAMES[dataset]}-LT | {rho} | {method} | {100 * acc:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def stack_over_seeds(
+    results: Sequence[RunResult], key: str = "per_class_acc"
+) -> dict[str, np.ndarray]:
+    """``{label: array}`` of ``metrics[key]`` with one row per run (seed), labels in order of
+    first appearance: ``[n_runs]`` for a number (``"last_acc"``, ``"best_acc"``), ``[n_runs, k]``
+    for a per-class list (``"per_class_acc"``, ``"feature_norms"``, ``"weight_norms"``,
+    ``"confidence"``); ``None`` (e.g. a class without test samples) becomes NaN."""
+    out: dict[str, list] = {}
+    for r in results:
+        value = r.metrics[key]
+        if isinstance(value, (list, tuple)):
+            value = [np.nan if v is None else v for v in value]
+        out.setdefault(r.label, []).append(np.nan if value is None else value)
+    return {label: np.asarray(rows, dtype=float) for label, rows in out.items()}
+
+
+def class_mean_features(
+    features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
+) -> np.ndarray:
+    r"""Class means of features, $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} z_i$: `[num_classes, d]`
+    (NaN rows for a class without samples). With ``centred``, minus their mean
+    $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a balanced set): the centred class
+    means of neural-collapse studies (Papyan et al. 2020), whose ideal is the simplex."""
+    features = np.asarray(features, dtype=np.float64)
+    targets = np.asarray(targets)
+    counts = np.bincount(targets, minlength=num_classes).astype(np.float64)
+    sums = np.zeros((num_classes, features.shape[1]))
+    np.add.at(sums, targets, features)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts[:, None]
+    return means - np.nanmean(means, axis=0) if centred else means
+
+
+def feature_geometry(result: RunResult) -> dict[str, Any]:
+    """The geometry of a finished run, from its test features and its head's prototypes:
+
+    ``prototype_cosines`` `[k, k]` and ``min_prototype_angle`` (degrees) of the classifier
+    vectors; ``class_mean_cosines`` `[k, k]` and ``min_class_mean_angle`` of the *centred*
+    class means of the test features (:func:`class_mean_features`); ``feature_norms`` and
+    ``weight_norms`` `[k]`; ``train_counts``."""
+    arrays = result.features()
+    k = arrays["prototypes"].shape[0]
+    means = class_mean_features(arrays["features"], arrays["targets"], k, centred=True)
+    return {
+        "prototype_cosines": pmetrics.prototype_cosines(arrays["prototypes"]),
+        "min_prototype_angle": pmetrics.min_prototype_angle(arrays["prototypes"]),
+        "class_mean_cosines": pmetrics.prototype_cosines(means),
+        "min_class_mean_angle": pmetrics.min_prototype_angle(means),
+        "feature_norms": pmetrics.feature_norms_per_class(arrays["features"], arrays["targets"], k),
+        "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
+        "train_counts": result.metrics["train_counts"],
+    }
+
+
+def lt_label_spec(label: str, **kwargs: Any) -> RunSpec:
+    """:func:`lt_spec` of a method named as the tables name it: ``"LDAM-DRW"`` or, with PAL,
+    ``"LDAM-DRW+PAL"``; ``kwargs`` as for :func:`lt_spec` (except ``pal``)."""
+    method, pal = (label[: -len("+PAL")], True) if label.endswith("+PAL") else (label, False)
+    return lt_spec(method, pal=pal, **kwargs)
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of its finished child processes (e.g. the
+    training processes of :func:`run_parallel`), in seconds: on a shared machine a fairer
+    measure of a notebook's cost than wall time. Children count on POSIX only."""
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run_grouped(
+    groups: dict[Any, Sequence[RunSpec]],
+    *,
+    workers: int = 2,
+    threads: int | None = 1,
+    desc: str = "runs",
+) -> dict[Any, list[RunResult]]:
+    """:func:`run_parallel` over several named lists of specs at once (one pool of workers
+    for all of them), returning the results under the same names, each list in order."""
+    flat = [spec for specs in groups.values() for spec in specs]
+    results = iter(run_parallel(flat, workers=workers, threads=threads, desc=desc))
+    return {name: [next(results) for _ in specs] for name, specs in groups.items()}

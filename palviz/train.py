@@ -282,8 +282,9 @@ class RunRecord:
     Attributes:
         config: the :class:`TrainConfig` as a dict.
         history: one dict per epoch: ``epoch``, ``lr``, ``train_loss``, ``train_acc``,
-            ``seconds`` (the training pass), and on evaluated epochs ``test_acc`` and
-            ``per_class_acc`` (a list; ``None`` for a class absent from the test split).
+            ``seconds`` (the training pass), and on evaluated epochs ``test_acc``,
+            ``per_class_acc`` (a list; ``None`` for a class absent from the test split) and
+            ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5).
         final: the last epoch's row (``test_acc``, ``per_class_acc``, ``train_loss``, ...).
         last_acc: test accuracy after the last epoch (``None`` without a test split).
         best_acc, best_epoch: the best test accuracy over the evaluated epochs and its epoch.
@@ -333,6 +334,10 @@ def _split(name: str, data: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
+def _eval_batch_size(device: torch.device) -> int:
+    return 1024 if device.type == "cuda" else 256
+
+
 def _nan_to_none(values: np.ndarray) -> list[float | None]:
     return [None if math.isnan(v) else float(v) for v in values.tolist()]
 
@@ -377,7 +382,7 @@ def evaluate(
     x: torch.Tensor,
     y: torch.Tensor,
     *,
-    batch_size: int = 1024,
+    batch_size: int | None = None,
     mean: Any = None,
     std: Any = None,
     device: str | torch.device | None = None,
@@ -389,7 +394,9 @@ def evaluate(
         model: has ``forward_features(x) -> (logits, features)``.
         x: ``[N, C, H, W]`` images (``uint8`` or float) or ``[N, D]`` vectors.
         y: ``[N]`` labels.
-        batch_size: samples per forward pass.
+        batch_size: samples per forward pass; ``None``: 1024 on CUDA, 256 on CPU (oneDNN's
+            convolutions run faster on smaller batches: a ResNet-32 pass over 1,024 images
+            took half the CPU time with batches of 128-256 as with one batch of 1,024).
         mean, std: normalisation, as in training (``TrainConfig.mean`` / ``.std``).
         device: where to run; ``None`` = where the model's parameters are (the model is moved
             otherwise).
@@ -406,6 +413,7 @@ def evaluate(
     else:
         dev = resolve_device(device)
         model.to(dev)
+    batch_size = _eval_batch_size(dev) if batch_size is None else batch_size
     batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
     return _evaluate(model, batches, amp=amp and dev.type == "cuda", keep_outputs=True)
 
@@ -501,7 +509,9 @@ def fit(
     train_batches = BatchIterator(
         x, y, config.batch_size, shuffle=True, augment=config.augment, seed=config.seed, **stats
     )
-    test_batches = None if test is None else BatchIterator(*test, 1024, shuffle=False, **stats)
+    test_batches = None
+    if test is not None:
+        test_batches = BatchIterator(*test, _eval_batch_size(device), shuffle=False, **stats)
     optimizer = torch.optim.SGD(
         model.parameters(),
         lr=config.lr,

@@ -204,3 +204,244 @@ def plot_embedding(
     ax.grid(False)
     if title:
         ax.set_title(title)
+
+
+# ---- noisy-label plots (notebook 07) ----
+
+
+def plot_transition_matrix(
+    ax: mpl.axes.Axes,
+    transition: np.ndarray,
+    *,
+    title: str | None = None,
+    annotate: bool = True,
+):
+    r"""Heatmap of a realised noise transition matrix $T_{ij} = P(\tilde y = j \mid y = i)$
+    (rows: clean class, columns: noisy label) on a fixed [0, 1] colour scale; with
+    ``annotate``, every non-zero entry is written in percent. Returns the image (for a
+    colour bar)."""
+    T = np.asarray(transition, dtype=float)
+    if T.ndim != 2 or T.shape[0] != T.shape[1]:
+        raise ValueError(f"transition must be a square matrix, got shape {T.shape}")
+    image = ax.imshow(T, cmap="Blues", vmin=0, vmax=1)
+    k = len(T)
+    if annotate and k <= 20:
+        for i in range(k):
+            for j in range(k):
+                if T[i, j] > 0:
+                    dark = T[i, j] > 0.55
+                    ax.text(
+                        j,
+                        i,
+                        f"{100 * T[i, j]:.0f}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white" if dark else "black",
+                    )
+    ticks = np.arange(k) if k <= 20 else np.arange(0, k, max(1, k // 10))
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    ax.set_xlabel(r"noisy training label $j$")
+    ax.set_ylabel(r"clean class $i$")
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    return image
+
+
+def plot_lines(
+    ax: mpl.axes.Axes,
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    logx: bool = False,
+    percent: bool = False,
+    marker: str = "o",
+) -> None:
+    """One line per entry of ``curves`` (``{label: (x, y)}``), with markers at the measured
+    points (a curve is only a guide between them); ``percent`` multiplies y by 100."""
+    for label, (x, y) in curves.items():
+        y = np.asarray(y, dtype=float) * (100 if percent else 1)
+        ax.plot(np.asarray(x, dtype=float), y, marker=marker, ms=4, label=label)
+    if logx:
+        # tick the measured x values themselves, written plainly (0.3, 1, 30)
+        ticks = sorted({float(v) for x, _ in curves.values() for v in np.asarray(x, dtype=float)})
+        ax.set_xscale("log")
+        ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+        ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if curves:
+        ax.legend()
+
+
+# ---- long-tailed plots (notebooks 06, 08) ----
+
+
+def plot_per_class_bars(
+    ax: mpl.axes.Axes,
+    values: Mapping[str, Sequence[float] | np.ndarray],
+    train_counts: Sequence[int],
+    *,
+    ylabel: str,
+    percent: bool = False,
+    ylim: tuple[float, float] | None = None,
+    title: str | None = None,
+    colors: Mapping[str, object] | None = None,
+    legend: str | None = "outside",
+) -> None:
+    """Per-class values of several methods side by side, classes ordered by training count
+    (most frequent left; class and count label the x axis).
+
+    ``values[label]`` is ``[k]`` (one run) or ``[n_runs, k]`` (e.g. seeds): a bar shows the
+    mean over runs and, with several runs, a black dot marks each run. With more than 20
+    classes, one line per method (the mean) replaces the bars. ``percent`` multiplies by 100.
+    ``legend``: ``"outside"`` (right of the axes), ``"inside"`` (matplotlib's best place) or
+    ``None``.
+    """
+    counts = np.asarray(train_counts)
+    k = len(counts)
+    order = np.argsort(-counts, kind="stable")
+    names = list(values)
+    factor = 100.0 if percent else 1.0
+    x = np.arange(k)
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        runs = np.atleast_2d(np.asarray(values[name], dtype=float))
+        if runs.shape[1] != k:
+            raise ValueError(f"values[{name!r}] must have {k} classes, got shape {runs.shape}")
+        runs = factor * runs[:, order]
+        mean = np.nanmean(runs, axis=0)
+        color = None if colors is None else colors.get(name)
+        n = len(runs)
+        label = name if n == 1 else f"{name} (mean of {n})"
+        if k > 20:
+            ax.plot(x, mean, lw=1.2, label=label, color=color)
+            continue
+        pos = x + (i - (len(names) - 1) / 2) * width
+        ax.bar(pos, mean, width, label=label, color=color)
+        if n > 1:
+            for run in runs:
+                ax.plot(pos, run, "o", ms=2.2, color="black", alpha=0.7, lw=0)
+    if k <= 20:
+        ax.set_xticks(x, [f"{c}\nn={counts[c]}" for c in order], fontsize=7)
+        ax.set_xlabel("class, and its training count (most frequent first)")
+    else:
+        ticks = np.arange(0, k, max(1, k // 10))
+        ax.set_xticks(ticks, [f"{counts[order[t]]}" for t in ticks], fontsize=7)
+        ax.set_xlabel("classes by training count (tick: the count), most frequent first")
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if legend == "outside":
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif legend == "inside":
+        ax.legend(ncols=min(len(names), 3))
+    if title:
+        ax.set_title(title)
+
+
+def plot_paired_runs(
+    ax: mpl.axes.Axes,
+    pairs: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    names: tuple[str, str] = ("without PAL", "with PAL"),
+    ylabel: str,
+    percent: bool = True,
+    title: str | None = None,
+) -> None:
+    """For each entry ``{method: (runs_a, runs_b)}``: the runs of variant a (open circles,
+    left) and variant b (filled, right) at the method's x position, a dot per run (seed) and a
+    horizontal tick at each mean, joined by a thin line from mean a to mean b."""
+    factor = 100.0 if percent else 1.0
+    x = np.arange(len(pairs))
+    for i, (a, b) in enumerate(pairs.values()):
+        a = factor * np.asarray(a, dtype=float)
+        b = factor * np.asarray(b, dtype=float)
+        ax.plot([i - 0.15, i + 0.15], [a.mean(), b.mean()], color="0.6", lw=0.8, zorder=1)
+        ax.scatter(
+            np.full(len(a), i - 0.15),
+            a,
+            s=22,
+            facecolors="white",
+            edgecolors="C0",
+            label=names[0] if i == 0 else None,
+            zorder=2,
+        )
+        ax.scatter(
+            np.full(len(b), i + 0.15),
+            b,
+            s=22,
+            color="C3",
+            label=names[1] if i == 0 else None,
+            zorder=2,
+        )
+        for pos, v, c in ((i - 0.15, a, "C0"), (i + 0.15, b, "C3")):
+            ax.plot([pos - 0.1, pos + 0.1], [v.mean()] * 2, color=c, lw=1.5, zorder=3)
+    ax.set_xticks(x, list(pairs), fontsize=8)
+    ax.set_xlim(-0.6, len(pairs) - 0.4)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    if title:
+        ax.set_title(title)
+
+
+def save_markdown(
+    text: str, what: str, *, notebook: str | None = None, profile: str | None = None
+) -> Path:
+    """Write ``text`` (e.g. a results table) as ``figures/NN_<slug>_<what>.md``, next to the
+    figures and under the same profile folders as :func:`savefig`, atomically; returns the
+    path."""
+    path = figure_path(what, notebook, profile).with_suffix(".md")
+    with atomic_write(path, "w") as handle:
+        handle.write(text)
+    return path
+
+
+def plot_accuracy_vs_noise(
+    ax: mpl.axes.Axes,
+    table: Mapping[str, Mapping[tuple[str, float], tuple[float, float, int]]],
+    kind: str,
+    *,
+    title: str | None = None,
+) -> None:
+    """Test accuracy (%) against the noise rate, one line per method of ``table`` (as made by
+    ``palviz.experiments.noisy_accuracy_table``) at noise ``kind``. A ``"<base>+FNPAL"`` method
+    is drawn dashed in the colour of ``<base>``, so each pair reads at a glance; error bars
+    show the standard deviation over seeds where there are several."""
+    colours: dict[str, str] = {}
+    cycle = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3)
+    for label in table:
+        base = label.removesuffix("+FNPAL")
+        if base not in colours:
+            colours[base] = next(cycle)
+    for label, row in table.items():
+        cells = sorted((eta, v) for (k, eta), v in row.items() if k == kind)
+        if not cells:
+            continue
+        eta = np.array([c[0] for c in cells])
+        mean = 100 * np.array([c[1][0] for c in cells])
+        std = 100 * np.array([c[1][1] for c in cells])
+        fnpal = label.endswith("+FNPAL")
+        ax.errorbar(
+            eta,
+            mean,
+            yerr=None if np.all(np.isnan(std)) else std,
+            color=colours[label.removesuffix("+FNPAL")],
+            ls="--" if fnpal else "-",
+            marker="s" if fnpal else "o",
+            ms=4,
+            capsize=2,
+            label=label,
+        )
+    etas = sorted({eta for row in table.values() for (k, eta) in row if k == kind})
+    ax.set_xticks(etas, [f"{eta:g}" for eta in etas])
+    ax.set_xlabel(rf"{kind} noise rate $\eta$")
+    ax.set_ylabel("test accuracy (%)")
+    if title:
+        ax.set_title(title)

@@ -259,6 +259,16 @@ def test_history_holds_one_row_per_epoch_and_the_record_is_json_ready():
     json.dumps(record.to_dict())
 
 
+def test_evaluated_epochs_record_the_minimum_angle_between_the_head_prototypes():
+    train, test = blobs(64), blobs(32, seed=1)
+    anchored = fit(model(head="anchored"), CrossEntropyLoss(), train, test, quiet(epochs=2))
+    simplex = math.degrees(math.acos(-1 / 3))  # k = 4: w_i . w_j = -1/(k-1)
+    assert [r["min_prototype_angle"] for r in anchored.history] == pytest.approx([simplex] * 2)
+    learned = fit(model(), CrossEntropyLoss(), train, test, quiet(epochs=2, eval_every=2))
+    assert "min_prototype_angle" not in learned.history[0]
+    assert 0 < learned.history[1]["min_prototype_angle"] <= 180
+
+
 def test_eval_every_sets_the_evaluated_epochs_and_the_last_epoch_is_always_evaluated():
     train, test = blobs(64), blobs(32, seed=1)
 
