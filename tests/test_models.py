@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from palviz import models as models_module
 from palviz.models import ARCHS, Classifier, ZeroPadShortcut, make_model
 
 HEADS = ("linear", "cosine", "anchored")
@@ -83,7 +84,7 @@ def test_penultimate_features_are_non_negative_as_in_the_reference_backbones(mod
 @pytest.mark.parametrize("arch", ARCHS)
 def test_backbone_parameter_counts_match_the_documented_ones(models, arch):
     assert n_params(models[arch, "linear"].backbone) == BACKBONE_PARAMETERS[arch]
-    assert f"{BACKBONE_PARAMETERS[arch]:,}" in make_model.__globals__[arch].__doc__
+    assert f"{BACKBONE_PARAMETERS[arch]:,}" in getattr(models_module, arch).__doc__
 
 
 def test_resnet32_with_a_linear_head_has_about_0_46_million_parameters(models):
