@@ -25,7 +25,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -820,14 +820,16 @@ def scale_sweep(
 
 
 def noisy_accuracy_table(
-    results: Sequence[RunResult], key: str = "last_acc"
+    results: Sequence[RunResult], key: str | Callable[[dict], float] = "last_acc"
 ) -> dict[str, dict[tuple[str, float], tuple[float, float, int]]]:
-    """``metrics[key]`` of noisy runs as a table: ``{label: {(kind, eta): (mean, std, n)}}``
-    over seeds, rows and columns in order of first appearance; std is NaN for one seed."""
+    """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
+    ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
+    appearance; std is NaN for one seed."""
+    value = key if callable(key) else (lambda metrics: metrics[key])
     cells: dict[str, dict[tuple[str, float], list[float]]] = {}
     for result in results:
         column = (result.spec.noise_kind, float(result.spec.noise_rate))
-        cells.setdefault(result.label, {}).setdefault(column, []).append(result.metrics[key])
+        cells.setdefault(result.label, {}).setdefault(column, []).append(value(result.metrics))
     return {
         label: {
             column: (
@@ -845,11 +847,12 @@ def format_noisy_table(
     table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
     *,
     title: str = "",
+    mark_best: bool = True,
 ) -> str:
     """A plain-text table of :func:`noisy_accuracy_table` in percent: one row per method, one
     column per (kind, eta), ``mean +- std`` where several seeds ran, ``-`` where a method did
-    not run; the highest mean of each column is marked ``*`` (a reading aid, not a ranking:
-    differences within a seed's spread mean nothing)."""
+    not run; with ``mark_best`` the highest mean of each column is marked ``*`` (a reading
+    aid, not a ranking: differences within a seed's spread mean nothing)."""
     columns: list[tuple[str, float]] = []
     for row in table.values():
         columns += [c for c in row if c not in columns]
@@ -864,7 +867,7 @@ def format_noisy_table(
             return "-"
         mean, std, _ = row[c]
         text = f"{100 * mean:.1f}" if np.isnan(std) else f"{100 * mean:.1f} +- {100 * std:.1f}"
-        return text + ("*" if mean == best[c] else " ")
+        return text + ("*" if mark_best and mean == best[c] else " ")
 
     body = [[cell(row, c) for c in columns] for row in table.values()]
     width0 = max([len("method")] + [len(label) for label in table])
@@ -888,6 +891,31 @@ def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]
         raise ValueError(f"no history row of {result.label!r} has {key!r}")
     epochs = np.array([r["epoch"] + 1 for r in rows])
     return epochs, np.array([r[key] for r in rows], dtype=float)
+
+
+def run_grouped(
+    groups: dict[Any, Sequence[RunSpec]],
+    *,
+    workers: int = 2,
+    threads: int | None = 1,
+    desc: str = "runs",
+) -> dict[Any, list[RunResult]]:
+    """:func:`run_parallel` over several named lists of specs at once (one pool of workers
+    for all of them), returning the results under the same names, each list in order."""
+    flat = [spec for specs in groups.values() for spec in specs]
+    results = iter(run_parallel(flat, workers=workers, threads=threads, desc=desc))
+    return {name: [next(results) for _ in specs] for name, specs in groups.items()}
+
+
+def initial_prototypes(spec: RunSpec) -> np.ndarray:
+    """The head's class vectors ``[num_classes, feat_dim]`` at initialisation, exactly as
+    :func:`run` builds the model (seeded with ``spec.seed``), without training; the global
+    torch random state is left as it was. Epoch 0 of a prototype-angle curve."""
+    info = pdata.dataset_info(spec.dataset)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
+    return model.head.prototypes.detach().cpu().numpy()
 
 
 # ---- long-tailed tables and geometry (notebooks 06, 08) ----
@@ -1220,17 +1248,3 @@ def cpu_seconds() -> float:
 
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
-
-
-def run_grouped(
-    groups: dict[Any, Sequence[RunSpec]],
-    *,
-    workers: int = 2,
-    threads: int | None = 1,
-    desc: str = "runs",
-) -> dict[Any, list[RunResult]]:
-    """:func:`run_parallel` over several named lists of specs at once (one pool of workers
-    for all of them), returning the results under the same names, each list in order."""
-    flat = [spec for specs in groups.values() for spec in specs]
-    results = iter(run_parallel(flat, workers=workers, threads=threads, desc=desc))
-    return {name: [next(results) for _ in specs] for name, specs in groups.items()}

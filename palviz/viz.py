@@ -280,6 +280,50 @@ def plot_lines(
         ax.legend()
 
 
+def plot_accuracy_vs_noise(
+    ax: mpl.axes.Axes,
+    table: Mapping[str, Mapping[tuple[str, float], tuple[float, float, int]]],
+    kind: str,
+    *,
+    title: str | None = None,
+) -> None:
+    """Test accuracy (%) against the noise rate, one line per method of ``table`` (as made by
+    ``palviz.experiments.noisy_accuracy_table``) at noise ``kind``. A ``"<base>+FNPAL"`` method
+    is drawn dashed in the colour of ``<base>``, so each pair reads at a glance; error bars
+    show the standard deviation over seeds where there are several."""
+    colours: dict[str, str] = {}
+    cycle = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3)
+    for label in table:
+        base = label.removesuffix("+FNPAL")
+        if base not in colours:
+            colours[base] = next(cycle)
+    for label, row in table.items():
+        cells = sorted((eta, v) for (k, eta), v in row.items() if k == kind)
+        if not cells:
+            continue
+        eta = np.array([c[0] for c in cells])
+        mean = 100 * np.array([c[1][0] for c in cells])
+        std = 100 * np.array([c[1][1] for c in cells])
+        fnpal = label.endswith("+FNPAL")
+        ax.errorbar(
+            eta,
+            mean,
+            yerr=None if np.all(np.isnan(std)) else std,
+            color=colours[label.removesuffix("+FNPAL")],
+            ls="--" if fnpal else "-",
+            marker="s" if fnpal else "o",
+            ms=4,
+            capsize=2,
+            label=label,
+        )
+    etas = sorted({eta for row in table.values() for (k, eta) in row if k == kind})
+    ax.set_xticks(etas, [f"{eta:g}" for eta in etas])
+    ax.set_xlabel(rf"{kind} noise rate $\eta$")
+    ax.set_ylabel("test accuracy (%)")
+    if title:
+        ax.set_title(title)
+
+
 # ---- long-tailed plots (notebooks 06, 08) ----
 
 
@@ -401,47 +445,3 @@ def save_markdown(
     with atomic_write(path, "w") as handle:
         handle.write(text)
     return path
-
-
-def plot_accuracy_vs_noise(
-    ax: mpl.axes.Axes,
-    table: Mapping[str, Mapping[tuple[str, float], tuple[float, float, int]]],
-    kind: str,
-    *,
-    title: str | None = None,
-) -> None:
-    """Test accuracy (%) against the noise rate, one line per method of ``table`` (as made by
-    ``palviz.experiments.noisy_accuracy_table``) at noise ``kind``. A ``"<base>+FNPAL"`` method
-    is drawn dashed in the colour of ``<base>``, so each pair reads at a glance; error bars
-    show the standard deviation over seeds where there are several."""
-    colours: dict[str, str] = {}
-    cycle = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 3)
-    for label in table:
-        base = label.removesuffix("+FNPAL")
-        if base not in colours:
-            colours[base] = next(cycle)
-    for label, row in table.items():
-        cells = sorted((eta, v) for (k, eta), v in row.items() if k == kind)
-        if not cells:
-            continue
-        eta = np.array([c[0] for c in cells])
-        mean = 100 * np.array([c[1][0] for c in cells])
-        std = 100 * np.array([c[1][1] for c in cells])
-        fnpal = label.endswith("+FNPAL")
-        ax.errorbar(
-            eta,
-            mean,
-            yerr=None if np.all(np.isnan(std)) else std,
-            color=colours[label.removesuffix("+FNPAL")],
-            ls="--" if fnpal else "-",
-            marker="s" if fnpal else "o",
-            ms=4,
-            capsize=2,
-            label=label,
-        )
-    etas = sorted({eta for row in table.values() for (k, eta) in row if k == kind})
-    ax.set_xticks(etas, [f"{eta:g}" for eta in etas])
-    ax.set_xlabel(rf"{kind} noise rate $\eta$")
-    ax.set_ylabel("test accuracy (%)")
-    if title:
-        ax.set_title(title)

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import torch
 
 from palviz import experiments as ex
 from palviz.theory import noise_aware_scale
@@ -150,3 +151,25 @@ def test_run_grouped_returns_each_group_in_order(runs):
     assert list(out) == ["a", ("b", 1)]
     assert [r.label for r in out[("b", 1)]] == ["GCE", "CE"]
     assert out[("b", 1)][1].metrics == out["a"][0].metrics
+
+
+def test_noisy_accuracy_table_takes_a_function_of_the_metrics_and_can_skip_the_marks():
+    results = [_fake_result("CE", "symmetric", 0.4, 0, 0.5)]
+    results[0].metrics["history"] = [{"epoch": 0, "train_acc": 0.25}]
+    table = ex.noisy_accuracy_table(results, lambda m: m["history"][-1]["train_acc"])
+    assert table["CE"][("symmetric", 0.4)][0] == 0.25
+    assert "*" not in ex.format_noisy_table(table, mark_best=False)
+
+
+def test_initial_prototypes_are_the_prototypes_run_starts_from(runs):
+    spec = ex.noisy_spec("CE+FNPN", 0.6, profile="smoke", scale=3.0, epochs=1, lr=1e-9)
+    spec = spec.replace(train_size=200)
+    state = torch.random.get_rng_state()
+    before = ex.initial_prototypes(spec)
+    assert torch.equal(state, torch.random.get_rng_state())
+    after_one_tiny_step = ex.run(spec).features()["prototypes"]
+    np.testing.assert_allclose(before, after_one_tiny_step, atol=1e-5)
+    # anchored prototypes start (and stay) at the simplex
+    anchored = ex.initial_prototypes(ex.noisy_spec("CE+FNPAL", 0.6, profile="smoke"))
+    cos = anchored @ anchored.T
+    assert np.max(np.abs(cos[~np.eye(10, dtype=bool)] + 1 / 9)) < 1e-3
