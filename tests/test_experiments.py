@@ -117,3 +117,12 @@ def test_fnpal_scale_is_noise_aware_for_ce_and_sce_and_ten_for_apl():
 def test_bad_experiment_arguments_are_refused(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_stratified_subset_has_exactly_the_size_asked_and_keeps_proportions():
+    targets = np.random.default_rng(0).integers(0, 10, 9600)
+    for size in (4000, 600, 7):
+        keep = ex._stratified_subset(targets, size, seed=0)
+        assert len(keep) == len(np.unique(keep)) == size
+        share = np.bincount(targets[keep], minlength=10) / size
+        assert np.abs(share - np.bincount(targets) / 9600).max() <= 1 / size + 1e-12

@@ -60,33 +60,31 @@ def test_scale_sweep_sets_the_scale_and_names_it():
         ex.scale_sweep("CE", [0.6], [1.0], profile="smoke")
 
 
-def test_run_parallel_trains_each_missing_key_once_and_keeps_order_and_labels(runs):
+def test_run_many_trains_each_missing_key_once_and_keeps_order_and_labels(runs):
     specs = tiny_grid()
     renamed = specs[0].replace(label="CE again")
-    results = ex.run_parallel([*specs, renamed], workers=2)
+    results = ex.run_many([*specs, renamed], workers=2)
     assert [r.label for r in results] == ["CE", "CE+FNPAL", "CE again"]
     assert results[2].metrics == results[0].metrics
     assert len([p for p in runs.iterdir() if p.is_dir()]) == 2
     assert all(ex.is_cached(s) for s in specs)
 
 
-def test_run_parallel_serves_a_warm_cache_without_training(runs, monkeypatch):
+def test_run_many_serves_a_warm_cache_without_training(runs, monkeypatch):
     specs = tiny_grid(methods=("GCE",))
-    first = ex.run_parallel(specs, workers=1)
+    first = ex.run_many(specs, workers=1)
 
     def no_training(*args, **kwargs):
         raise AssertionError("fit called for a cached run")
 
     monkeypatch.setattr(ex, "fit", no_training)
-    again = ex.run_parallel(specs, workers=2)
+    again = ex.run_many(specs, workers=2)
     assert again[0].metrics == first[0].metrics
 
 
-def test_run_parallel_refuses_bad_worker_counts():
-    with pytest.raises(ValueError, match="workers must be an integer >= 1, got 0"):
-        ex.run_parallel([], workers=0)
-    with pytest.raises(ValueError, match="threads must be None or an integer >= 1"):
-        ex.run_parallel([], threads=0)
+def test_run_many_refuses_bad_worker_counts():
+    with pytest.raises(ValueError, match="workers must be None or an integer >= 1, got 0"):
+        ex.run_many([], workers=0)
 
 
 def _fake_result(label, kind, eta, seed, last):
@@ -162,7 +160,7 @@ def test_noisy_accuracy_table_takes_a_function_of_the_metrics_and_can_skip_the_m
 
 
 def test_initial_prototypes_are_the_prototypes_run_starts_from(runs):
-    spec = ex.noisy_spec("CE+FNPN", 0.6, profile="smoke", scale=3.0, epochs=1, lr=1e-9)
+    spec = ex.noisy_spec("CE+FNPN", 0.6, profile="smoke", scale=3.0, epochs=1, lr=1e-9, eta_min=0.0)
     spec = spec.replace(train_size=200)
     state = torch.random.get_rng_state()
     before = ex.initial_prototypes(spec)
