@@ -182,7 +182,7 @@ def _stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.n
 
 def prepare_data(spec: RunSpec) -> dict[str, Any]:
     """The training and test data a spec describes: the (optionally reduced, long-tailed,
-    noisy) training split and the full, balanced test split, plus the class counts."""
+    noisy) training split and the whole test split, plus the class counts."""
     info = pdata.dataset_info(spec.dataset)
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
@@ -1069,7 +1069,8 @@ def _sizes_text(runs: Sequence[RunResult]) -> str:
     sizes = runs[0].metrics["profile_sizes"]
     return (
         f"{sizes['train']:,} training samples ({counts[0]:,} ... {counts[-1]:,} per class), "
-        f"{sizes['test']:,} test samples (balanced), " + _seed_text([r.spec.seed for r in runs])
+        f"{sizes['test']:,} test samples (the whole test split), "
+        + _seed_text([r.spec.seed for r in runs])
     )
 
 
