@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +49,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from palviz.checks import check_choice as _check_choice
+from palviz.checks import check_int as _check_int
+from palviz.checks import check_positive as _check_positive
 
 __all__ = [
     "HEAD_KINDS",
@@ -78,26 +81,6 @@ _CHECK_EVERY = 250
 # ----------------------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------------------
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return float(value)
-
-
-def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-    return value
 
 
 def _check_features(z: torch.Tensor, in_features: int) -> None:

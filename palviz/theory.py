@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,6 +34,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from palviz.checks import check_choice as _check_choice
+from palviz.checks import check_int as _check_int
+from palviz.checks import check_positive as _check_positive
+from palviz.checks import check_real as _check_real
 from palviz.heads import simplex_prototypes
 
 __all__ = [
@@ -64,33 +67,6 @@ SUMMED_LOSSES = ("ce", "gce", "focal")
 # ----------------------------------------------------------------------------------------------
 # validation
 # ----------------------------------------------------------------------------------------------
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _check_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    return float(value)
-
-
-def _check_positive(name: str, value: Any) -> float:
-    value = _check_real(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return value
-
-
-def _check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-    return value
 
 
 def _as_float64(name: str, x: Any) -> torch.Tensor:
