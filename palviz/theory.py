@@ -331,9 +331,11 @@ def numeric_lipschitz_unanchored(
     r"""Estimate $\sup_{W, \|z\| = B} \|\nabla_z L_W(z)\|$ over *unit but free* prototypes.
 
     As `numeric_lipschitz`, but the ascent runs jointly over $z = B u/\|u\|$ and
-    $w_i = v_i / \|v_i\|$ (case 3 of PAL's Remark). For CE the result exceeds
-    `lipschitz_normalized_unanchored_lower_bound` (which is attained by $w_1 = z/B$,
-    $w_{j \ne 1} = -z/B$) and hence $\lambda_{\text{PAL}}$.
+    $w_i = v_i / \|v_i\|$ (case 3 of PAL's Remark). Gradient ascent from random starts finds
+    a local maximum, so this is an estimate from below of the supremum: for CE with k = 10 it
+    exceeded $\lambda_{\text{PAL}}$ at every B tried and came within 1e-5 (relative) of
+    `lipschitz_normalized_unanchored_lower_bound` (attained by $w_1 = z/B$,
+    $w_{j \ne 1} = -z/B$), but for k = 100, B = 5 it stopped at 162 against that bound's 197.
     """
     kw = _check_loss(loss, loss_kw)
     k = _check_int("num_classes", num_classes, 2)
