@@ -1,7 +1,8 @@
 # The two set-up commands of the README, and a few conveniences.
 #   make figures   install, then regenerate every figure (quick profile, embedded data, no network)
 #   make test      install with the test extra, then lint and run the tests (notebooks in smoke profile)
-#   make lab       install with JupyterLab and open the notebooks
+#   make lab       install with JupyterLab, register the nbstripout git filter, open the notebooks
+#   make test-browser  the browser test alone (JupyterLab and the course pages in Chromium)
 PY ?= python3
 PIP ?= $(PY) -m pip
 # torch and torchvision are installed together, before the package, so that pip picks a matching
@@ -9,9 +10,8 @@ PIP ?= $(PY) -m pip
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 PROFILE ?= quick
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
-export MPLBACKEND ?= Agg
 
-.PHONY: install install-test figures test lint lab bench clean-smoke
+.PHONY: install install-test figures test test-browser lint lab strip-filter bench clean-smoke
 
 install:
 	$(PIP) install --quiet $(TORCH_SPEC)
@@ -34,9 +34,20 @@ test: install-test lint
 	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs \
 		$(PY) -m pytest tests --nbmake notebooks --nbmake-timeout=300 -p no:cacheprovider
 
+# The browser test needs Debian's chromium and chromium-driver (.ci/run installs them).
+test-browser: install-test
+	PALVIZ_REQUIRE_BROWSER=1 $(PY) -m pytest tests/test_browser.py -p no:cacheprovider
+
+# Outputs never reach a commit: git runs nbstripout on every notebook it stages (.gitattributes).
+strip-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then $(PY) -m nbstripout --install \
+		&& echo "nbstripout filter registered: commits of notebooks/*.ipynb carry no outputs"; \
+	else echo "not a git checkout: no nbstripout filter registered"; fi
+
 lab:
 	$(PIP) install --quiet $(TORCH_SPEC)
 	$(PIP) install --quiet -e ".[lab]"
+	$(MAKE) strip-filter
 	cd notebooks && $(PY) -m jupyter lab
 
 bench: install

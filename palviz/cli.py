@@ -9,7 +9,8 @@
 
 ``figures`` executes the notebooks in order (working directory ``notebooks/``, as in
 JupyterLab), leaves their figures in ``figures/`` and writes executed copies to
-``build/<profile>/`` as ``.ipynb`` and ``.html``. Training results come from the run cache
+``build/<profile>/`` as ``.ipynb`` and offline ``.html`` pages, with a front page
+``build/<profile>/index.html`` (see :mod:`palviz.course`). Training results come from the run cache
 (``runs/``), so a second ``figures`` only re-renders.
 """
 
@@ -67,28 +68,38 @@ def missing_datasets(names) -> list[str]:
     return missing
 
 
+#: The kernel draws figures with the inline backend, so that they land in the executed copies
+#: (``savefig`` still writes the files); an ``MPLBACKEND`` of the caller's is not passed on.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def kernel_environment(profile: str) -> dict[str, str]:
+    """The environment of a notebook kernel started by ``palviz figures``."""
+    env = dict(os.environ)
+    env["PALVIZ_PROFILE"] = profile
+    env["MPLBACKEND"] = INLINE_BACKEND
+    env.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+    return env
+
+
 def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 3600) -> float:
     """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``; write the executed copy
-    as .ipynb and .html into ``out_dir``. Returns the seconds it took."""
+    as .ipynb and as an offline .html page into ``out_dir`` (see :mod:`palviz.course`).
+    Returns the seconds it took."""
     import nbformat
     from nbclient import NotebookClient
-    from nbconvert import HTMLExporter
+
+    from palviz.course import write_page
 
     nb = nbformat.read(path, as_version=4)
-    os.environ["PALVIZ_PROFILE"] = profile
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
-    os.environ.setdefault("MPLBACKEND", "Agg")
     start = time.perf_counter()
     client = NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": path.parent}}
     )
     try:
-        client.execute()
+        client.execute(env=kernel_environment(profile))
     finally:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, out_dir / path.name)
-        html, _ = HTMLExporter().from_notebook_node(nb)
-        (out_dir / path.with_suffix(".html").name).write_text(html, encoding="utf-8")
+        write_page(nb, out_dir, path.stem)
     return time.perf_counter() - start
 
 
@@ -111,17 +122,23 @@ def cmd_figures(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    from palviz.course import write_index
+
     out_dir = build_dir() / args.profile
     times = {}
     total = time.perf_counter()
-    with tqdm(selected, desc=f"notebooks ({args.profile})", unit="nb") as bar:
-        for path in bar:
-            bar.set_postfix_str(path.stem)
-            times[path.stem] = execute_notebook(path, args.profile, out_dir)
+    try:
+        with tqdm(selected, desc=f"notebooks ({args.profile})", unit="nb") as bar:
+            for path in bar:
+                bar.set_postfix_str(path.stem)
+                times[path.stem] = execute_notebook(path, args.profile, out_dir)
+    finally:
+        index = write_index(out_dir, args.profile)
     for name, seconds in times.items():
         print(f"{seconds:8.1f} s  {name}")
     print(f"{time.perf_counter() - total:8.1f} s  total; figures in {figures_dir(args.profile)}")
     print(f"executed notebooks (.ipynb, .html) in {out_dir}")
+    print(f"the course's front page: {index.as_uri()}")
     return 0
 
 

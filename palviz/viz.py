@@ -151,10 +151,30 @@ def plot_cosine_heatmap(ax: mpl.axes.Axes, cosines: np.ndarray, *, title: str | 
     image = ax.imshow(np.asarray(cosines), cmap="RdBu_r", vmin=-1, vmax=1)
     ax.set_xlabel("class j")
     ax.set_ylabel("class i")
+    for axis in (ax.xaxis, ax.yaxis):  # class numbers, never 2.5
+        axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=10))
     ax.grid(False)
     if title:
         ax.set_title(title)
     return image
+
+
+def plot_angle_histogram(ax: mpl.axes.Axes, angles_deg: np.ndarray, num_classes: int) -> None:
+    """Histogram of pairwise prototype angles with the simplex angle arccos(-1/(k-1)) dashed.
+
+    The bins follow the data: when every angle sits within a degree of the simplex angle
+    (as it does once the simplex is found), the axis zooms in so the bar is visible."""
+    angles = np.asarray(angles_deg, dtype=float)
+    simplex = float(np.degrees(np.arccos(-1.0 / (num_classes - 1))))
+    lo, hi = min(angles.min(), simplex), max(angles.max(), simplex)
+    pad = max(0.5, 0.1 * (hi - lo))
+    bins = np.linspace(lo - pad, hi + pad, 41)
+    ax.hist(angles, bins=bins, color="C0", label=f"{len(angles)} prototype pairs")
+    ax.axvline(simplex, color="C3", ls="--", label=f"simplex angle {simplex:.2f}°")
+    ax.set_xlim(bins[0], bins[-1])
+    ax.set_xlabel("pairwise angle (degrees)")
+    ax.set_ylabel("number of prototype pairs")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), ncols=2, fontsize=8)
 
 
 def umap_embedding(features: np.ndarray, *, seed: int = 0, n_neighbors: int = 15) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -58,9 +60,48 @@ def test_notebooks_are_numbered_in_order():
     assert numbers == list(range(len(names))), names
 
 
+def _strip(text: str) -> str:
+    """What nbstripout (the git filter of .gitattributes) makes of a notebook."""
+    done = subprocess.run(
+        [sys.executable, "-m", "nbstripout"], input=text, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+def _filter_registered() -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "config", "--get", "filter.nbstripout.clean"],
+        capture_output=True,
+        text=True,
+    )
+    return done.returncode == 0 and "nbstripout" in done.stdout
+
+
+def _as_committed(path: Path) -> str:
+    """The notebook as a commit would store it: stripped by the git filter when `make lab`
+    (or `make strip-filter`) registered it, else the file as it is."""
+    text = path.read_text(encoding="utf-8")
+    return _strip(text) if _filter_registered() else text
+
+
+def test_gitattributes_sends_notebooks_through_nbstripout():
+    rules = (ROOT / ".gitattributes").read_text().splitlines()
+    assert "*.ipynb filter=nbstripout" in rules
+    assert "strip-filter" in (ROOT / "Makefile").read_text().split("\nlab:")[1]
+
+
+@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
+def test_notebook_is_what_nbstripout_makes_of_it(path):
+    """So the filter never turns a checkout into a modified tree."""
+    committed = _as_committed(path)
+    assert json.loads(_strip(committed)) == json.loads(committed), (
+        f"{path.name}: run `python -m nbstripout {path.relative_to(ROOT)}`"
+    )
+
+
 @pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
 def test_notebook_is_stored_without_outputs_and_starts_with_parameters(path):
-    nb = json.loads(path.read_text())
+    nb = json.loads(_as_committed(path))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     for cell in code:
         assert not cell.get("outputs"), f"{path.name}: strip outputs"
