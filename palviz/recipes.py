@@ -331,21 +331,14 @@ def noisy_spec(
 
 
 def noisy_grid(
-    methods: Sequence[str],
-    etas: Sequence[float],
-    kind: str = "symmetric",
-    *,
-    seeds: Sequence[int] = (0,),
-    profile: str | None = None,
-    dataset: str | None = None,
-    train_size: int | None = None,
-    **train_changes: Any,
+    methods: Sequence[str], etas: Sequence[float], kind: str = "symmetric", **options: Any
 ) -> list[RunSpec]:
     """The specs of a table: every method x noise rate x seed (method-major order), with
-    :func:`noisy_spec`'s defaults; ``train_size`` (``None``: the profile's) and
-    ``train_changes`` (TrainConfig fields) change the size of every run alike."""
+    :func:`noisy_spec`'s defaults. ``options``: ``seeds`` (default ``(0,)``), ``profile``,
+    ``dataset``, ``train_size`` (``None``: the profile's) and TrainConfig fields, which
+    change every run alike."""
     cells = [(method, eta, None, method) for method in methods for eta in etas]
-    return _noisy_specs(cells, kind, seeds, profile, dataset, train_size, train_changes)
+    return _noisy_specs(cells, kind, **options)
 
 
 def scale_sweep(
@@ -353,6 +346,20 @@ def scale_sweep(
     etas: Sequence[float],
     scales: Sequence[float],
     kind: str = "symmetric",
+    **options: Any,
+) -> list[RunSpec]:
+    """The specs of an accuracy-versus-s curve (PAL Fig. 4 and 5a): ``method`` (a ``+FNPAL``
+    or ``+FNPN`` method) at every noise rate x scale s x seed; each spec's label is
+    ``"<method> s=<s>"``. ``options`` as for :func:`noisy_grid`."""
+    if not (method.endswith("+FNPAL") or method.endswith("+FNPN")):
+        raise ValueError(f"method must be a +FNPAL or +FNPN method, got {method!r}")
+    cells = [(method, eta, float(s), f"{method} s={s:g}") for eta in etas for s in scales]
+    return _noisy_specs(cells, kind, **options)
+
+
+def _noisy_specs(
+    cells: Iterable[tuple[str, float, float | None, str]],
+    kind: str,
     *,
     seeds: Sequence[int] = (0,),
     profile: str | None = None,
@@ -360,25 +367,8 @@ def scale_sweep(
     train_size: int | None = None,
     **train_changes: Any,
 ) -> list[RunSpec]:
-    """The specs of an accuracy-versus-s curve (PAL Fig. 4 and 5a): ``method`` (a ``+FNPAL``
-    or ``+FNPN`` method) at every noise rate x scale s x seed; each spec's label is
-    ``"<method> s=<s>"``. ``train_size`` and ``train_changes`` as for :func:`noisy_grid`."""
-    if not (method.endswith("+FNPAL") or method.endswith("+FNPN")):
-        raise ValueError(f"method must be a +FNPAL or +FNPN method, got {method!r}")
-    cells = [(method, eta, float(s), f"{method} s={s:g}") for eta in etas for s in scales]
-    return _noisy_specs(cells, kind, seeds, profile, dataset, train_size, train_changes)
-
-
-def _noisy_specs(
-    cells: Iterable[tuple[str, float, float | None, str]],
-    kind: str,
-    seeds: Sequence[int],
-    profile: str | None,
-    dataset: str | None,
-    train_size: int | None,
-    train_changes: dict[str, Any],
-) -> list[RunSpec]:
-    """:func:`noisy_spec` of every ``(method, eta, scale, label)`` cell x seed, in order."""
+    """:func:`noisy_spec` of every ``(method, eta, scale, label)`` cell x seed, in order: the
+    one body of :func:`noisy_grid` and :func:`scale_sweep`."""
     return [
         noisy_spec(
             method,
