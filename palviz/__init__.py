@@ -1,8 +1,9 @@
 """palviz: helpers for notebooks on prototype-anchored learning (PAL) and the
 enlarged large margin loss (ELM).
 
-Modules, one concern each (arrows point one way: experiments -> train ->
-models, heads, losses, data, metrics; viz and theory depend on nothing above them):
+Modules, one concern each (arrows point one way: experiments -> tables -> recipes ->
+runcache -> train -> models, heads, losses, data, metrics; viz and theory depend on nothing
+above them):
 
 - :mod:`palviz.losses`   every loss of the two papers, ``make_loss(name, **kw)``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
@@ -13,7 +14,10 @@ models, heads, losses, data, metrics; viz and theory depend on nothing above the
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.theory`   layer-peeled model, Lipschitz constants, margins
 - :mod:`palviz.viz`      one figure style and ``savefig``
-- :mod:`palviz.experiments` profiles, named experiments and the run cache
+- :mod:`palviz.runcache` a run as plain data (``RunSpec``), the run cache, ``run_many``
+- :mod:`palviz.recipes`  named methods, what each profile trains, spec grids
+- :mod:`palviz.tables`   ``results_frame`` (one pandas row per run) and the tables made from it
+- :mod:`palviz.experiments` the public names of the three above, in one place
 - :mod:`palviz.files`    where data, runs and figures live; atomic writes
 """
 

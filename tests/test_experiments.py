@@ -1,4 +1,5 @@
-"""The run cache and the named methods (specifications of palviz.experiments)."""
+"""The run cache and the named methods (specifications of palviz.runcache and palviz.recipes,
+used through the palviz.experiments facade)."""
 
 import json
 
@@ -6,6 +7,7 @@ import numpy as np
 import pytest
 
 from palviz import experiments as ex
+from palviz import runcache
 from palviz.theory import noise_aware_scale
 
 
@@ -31,7 +33,7 @@ def test_cache_key_depends_on_the_configuration_but_not_on_the_label():
 def test_cache_key_changes_with_the_schema(monkeypatch):
     spec = tiny_spec()
     before = spec.key()
-    monkeypatch.setattr(ex, "CACHE_SCHEMA", ex.CACHE_SCHEMA + 1)
+    monkeypatch.setattr(runcache, "CACHE_SCHEMA", ex.CACHE_SCHEMA + 1)
     assert spec.key() != before
 
 
@@ -45,7 +47,7 @@ def test_a_cached_run_is_served_without_training(runs, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("fit called for a cached run")
 
-    monkeypatch.setattr(ex, "fit", no_training)
+    monkeypatch.setattr(runcache, "fit", no_training)
     second = ex.run(spec.replace(label="renamed"))
     assert second.metrics == first.metrics
     assert second.label == "renamed"
@@ -122,7 +124,7 @@ def test_bad_experiment_arguments_are_refused(call, message):
 def test_a_stratified_subset_has_exactly_the_size_asked_and_keeps_proportions():
     targets = np.random.default_rng(0).integers(0, 10, 9600)
     for size in (4000, 600, 7):
-        keep = ex._stratified_subset(targets, size, seed=0)
+        keep = runcache._stratified_subset(targets, size, seed=0)
         assert len(keep) == len(np.unique(keep)) == size
         share = np.bincount(targets[keep], minlength=10) / size
         assert np.abs(share - np.bincount(targets) / 9600).max() <= 1 / size + 1e-12

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from palviz import experiments as ex
+from palviz import runcache
 from palviz.theory import noise_aware_scale
 from palviz.viz import plot_lines, plot_transition_matrix
 
@@ -48,7 +49,10 @@ def test_noisy_grid_is_method_major_and_resizes_every_run():
 def test_noisy_grid_keeps_the_profile_size_unless_told():
     spec = ex.noisy_grid(["CE"], [0.2], profile="smoke")[0]
     assert spec.train_size == ex.noisy_setup("smoke")["train_size"]
-    assert ex.noisy_grid(["CE"], [0.2], profile="smoke", train_size=None)[0].train_size is None
+    assert spec.key() == ex.noisy_spec("CE", 0.2, profile="smoke").key()
+    assert ex.noisy_grid(["CE"], [0.2], profile="smoke", train_size=300)[0].train_size == 300
+    sweep = ex.scale_sweep("CE+FNPAL", [0.2], [1.0], profile="smoke", train_size=300)
+    assert sweep[0].train_size == 300
 
 
 def test_scale_sweep_sets_the_scale_and_names_it():
@@ -77,7 +81,7 @@ def test_run_many_serves_a_warm_cache_without_training(runs, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("fit called for a cached run")
 
-    monkeypatch.setattr(ex, "fit", no_training)
+    monkeypatch.setattr(runcache, "fit", no_training)
     again = ex.run_many(specs, workers=2)
     assert again[0].metrics == first[0].metrics
 
@@ -109,8 +113,8 @@ def test_noisy_accuracy_table_averages_over_seeds_per_method_and_setting():
     lines = text.splitlines()
     assert lines[0] == "last epoch"
     assert "sym 0.4" in lines[1] and "asym 0.2" in lines[1]
-    assert "60.0 +- 14.1" in lines[2] and "90.0*" in lines[2]
-    assert "80.0*" in lines[3] and lines[3].rstrip().endswith("-")
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[3:]]
+    assert cells == [["CE", "60.0 +- 14.1", "90.0*"], ["GCE", "80.0*", "-"]]
 
 
 def test_history_series_reads_the_evaluated_epochs():

@@ -1,0 +1,421 @@
+"""Result tables: every finished run as one row of a pandas frame, and the tables, captions
+and geometry the notebooks print from it.
+
+:func:`results_frame` is the one place that reads a run's metrics into columns; the tables
+(:func:`lt_table`, :func:`noisy_accuracy_table`, ...) are group-bys of that frame (mean and
+standard deviation over seeds, :func:`_over_seeds`), and the markdown is written by
+``DataFrame.to_markdown``. Every accuracy a table prints is formatted by one function,
+:func:`palviz.viz.format_accuracy`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from palviz import metrics as pmetrics
+from palviz.files import resolve_profile
+from palviz.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
+from palviz.runcache import RunResult
+from palviz.viz import format_accuracy
+
+_GROUPS = pmetrics.SHOT_GROUPS
+
+#: Per-class lists of ``metrics.json`` and the prefix of their columns in
+#: :func:`results_frame` (``acc_class_0``, ``acc_class_1``, ...).
+PER_CLASS_COLUMNS = {
+    "per_class_acc": "acc_class",
+    "feature_norms": "feature_norm_class",
+    "weight_norms": "weight_norm_class",
+    "confidence": "confidence_class",
+}
+
+_PER_CLASS_PREFIXES = tuple(PER_CLASS_COLUMNS.values())
+
+#: Integer columns of :func:`results_frame` that a run may lack (pandas' nullable ``Int64``).
+_INT_COLUMNS = ("steps", "train_size", "test_size", "num_classes", "best_epoch")
+
+
+def _number(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _run_row(result: RunResult) -> dict[str, Any]:
+    spec, m = result.spec, result.metrics
+    sizes = m.get("profile_sizes", {})
+    counts = m.get("train_counts")
+    per_class = m.get("per_class_acc")
+    num_classes = len(counts) if counts is not None else (len(per_class) if per_class else None)
+    steps = None
+    if "train" in sizes:
+        steps = spec.train.epochs * math.ceil(sizes["train"] / spec.train.batch_size)
+    groups = m.get("shot_groups") or {}
+    row = {
+        "key": spec.key(),
+        "label": result.label,
+        "method": result.label.split(" s=")[0],
+        "dataset": spec.dataset,
+        "arch": spec.arch,
+        "loss": spec.loss,
+        "head": spec.head,
+        "scale": _number(spec.head_kw.get("scale")),
+        "imbalance_ratio": float(spec.imbalance_ratio),
+        "noise_kind": spec.noise_kind,
+        "noise_rate": float(spec.noise_rate),
+        "seed": int(spec.seed),
+        "epochs": int(spec.train.epochs),
+        "steps": steps,
+        "train_size": sizes.get("train"),
+        "test_size": sizes.get("test"),
+        "num_classes": num_classes,
+        "train_counts": counts,
+        "last_acc": _number(m.get("last_acc")),
+        "best_acc": _number(m.get("best_acc")),
+        "best_epoch": None if m.get("best_epoch") is None else m["best_epoch"] + 1,
+        **{g: _number(groups.get(g)) for g in _GROUPS},
+        "min_prototype_angle": _number(m.get("min_prototype_angle")),
+        "realised_noise_rate": _number(m.get("realised_noise_rate")),
+        "seconds": _number(m.get("seconds")),
+    }
+    for key, prefix in PER_CLASS_COLUMNS.items():
+        for c, value in enumerate(m.get(key) or []):
+            row[f"{prefix}_{c}"] = _number(value)
+    return row
+
+
+def results_frame(results: Iterable[RunResult]) -> pd.DataFrame:
+    """One tidy row per run, in the order of ``results``:
+
+    - what ran: ``key`` (the cache key), ``label`` (display name), ``method`` (the label
+      without a scale sweep's ``" s=<s>"``), ``dataset``, ``arch``, ``loss``, ``head``,
+      ``scale`` (the head's s, NaN for a linear head), ``imbalance_ratio``, ``noise_kind``,
+      ``noise_rate``, ``seed``, ``epochs``, ``steps`` (optimiser steps: epochs x batches per
+      epoch), ``train_size``, ``test_size``, ``num_classes``, ``train_counts`` (a list);
+    - what it measured: ``last_acc``, ``best_acc`` (overall test accuracy after the last and at
+      the best epoch), ``best_epoch`` (1-based), ``many``, ``medium``, ``few`` (shot-group
+      accuracy after the last epoch, NaN for a group without a class), ``min_prototype_angle``
+      (degrees), ``realised_noise_rate``, ``seconds``;
+    - one column per class for each per-class list of the metrics
+      (:data:`PER_CLASS_COLUMNS`): ``acc_class_<c>``, ``feature_norm_class_<c>``,
+      ``weight_norm_class_<c>``, ``confidence_class_<c>``; NaN for a class without test samples
+      and beyond a run's ``num_classes``.
+
+    A number a run's metrics do not hold is NaN (``<NA>`` in the integer columns)."""
+    rows = [_run_row(r) for r in results]
+    columns = [c for c in rows[0] if not c.startswith(_PER_CLASS_PREFIXES)] if rows else []
+    for prefix in _PER_CLASS_PREFIXES:
+        width = max((sum(k.startswith(prefix + "_") for k in row) for row in rows), default=0)
+        columns += [f"{prefix}_{c}" for c in range(width)]
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in _INT_COLUMNS:
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _over_seeds(frame: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
+    """Mean, standard deviation (``ddof=1``; NaN for one seed) and count of ``columns`` over
+    the rows of each group of ``by``, groups in order of first appearance; NaN values (an
+    empty shot group) are left out of all three. Columns ``(column, "mean" | "std" | "count")``."""
+    return frame.groupby(list(by), sort=False)[list(columns)].agg(["mean", "std", "count"])
+
+
+def select_runs(
+    results: Iterable[RunResult],
+    *,
+    dataset: str | None = None,
+    imbalance_ratio: float | None = None,
+    labels: Sequence[str] | None = None,
+    seed: int | None = None,
+) -> list[RunResult]:
+    """The results that match every given criterion; with ``labels``, in the order of
+    ``labels`` (then by seed), else in their own order."""
+    results = list(results)
+    frame = results_frame(results)
+    if frame.empty:
+        return []
+    keep = pd.Series(True, index=frame.index)
+    for column, wanted in (("dataset", dataset), ("imbalance_ratio", imbalance_ratio)):
+        if wanted is not None:
+            keep &= frame[column] == wanted
+    if seed is not None:
+        keep &= frame["seed"] == seed
+    picked = frame[keep]
+    if labels is not None:
+        order = list(labels)
+        picked = picked[picked["label"].isin(order)]
+        picked = picked.assign(_order=picked["label"].map(order.index))
+        picked = picked.sort_values(["_order", "seed"], kind="stable")
+    return [results[i] for i in picked.index]
+
+
+def lt_table(results: Sequence[RunResult]) -> list[dict]:
+    """One row per (dataset, imbalance ratio, method label), in order of first appearance,
+    with mean and standard deviation over its seeds:
+
+    ``dataset``, ``imbalance_ratio``, ``method``, ``seeds``, ``arch``, ``epochs``,
+    ``train_counts``, ``test_size``; ``last`` and ``best`` (overall test accuracy after the
+    last epoch and at the best test epoch, as ``(mean, std)``); ``many``, ``medium``, ``few``
+    (shot-group accuracy after the last epoch, ``(mean, std)`` or ``None`` for a group with
+    no class); ``best_epochs`` (1-based, one per seed); ``published`` (the LDAM-DRW paper's
+    number, :func:`~palviz.recipes.published_lt_accuracy`, or ``None``). Std is NaN for a
+    single seed.
+    """
+    frame = results_frame(results)
+    if frame.empty:
+        return []
+    by = ["dataset", "imbalance_ratio", "label"]
+    stats = _over_seeds(frame, by, ["last_acc", "best_acc", *_GROUPS])
+    rows = []
+    for (dataset, rho, label), runs in frame.groupby(by, sort=False):
+        seeds = runs["seed"].tolist()
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"results hold a seed twice for {label} at rho = {rho}: {seeds}")
+        cell = stats.loc[(dataset, rho, label)]
+        what = f"{label} on {dataset} at rho = {rho:g}"
+        first = runs.iloc[0]
+        rows.append(
+            {
+                "dataset": dataset,
+                "imbalance_ratio": rho,
+                "method": label,
+                "seeds": seeds,
+                "arch": first["arch"],
+                "epochs": int(first["epochs"]),
+                "train_counts": first["train_counts"],
+                "test_size": None if pd.isna(first["test_size"]) else int(first["test_size"]),
+                "last": _mean_std(cell, "last_acc", len(runs), what),
+                "best": _mean_std(cell, "best_acc", len(runs), what),
+                "best_epochs": [None if pd.isna(e) else int(e) for e in runs["best_epoch"]],
+                **{g: _mean_std(cell, g, len(runs), what) for g in _GROUPS},
+                "published": published_lt_accuracy(dataset, rho, label),
+            }
+        )
+    return rows
+
+
+def _mean_std(cell: pd.Series, column: str, runs: int, what: str) -> tuple[float, float] | None:
+    """``(mean, std)`` of ``column`` in a row of :func:`_over_seeds`; ``None`` when no seed has
+    a value (an empty shot group)."""
+    n = cell[column, "count"]
+    if n == 0:
+        return None
+    if n != runs:
+        raise ValueError(f"{what}: some seeds have a {column} and some have none")
+    return float(cell[column, "mean"]), float(cell[column, "std"])
+
+
+def _percent(value: tuple[float, float] | None) -> str:
+    """A ``(mean, std)`` of :func:`lt_table` (or ``None``) as :func:`format_accuracy` text."""
+    return format_accuracy(*(value or (None,)))
+
+
+def _seed_text(seeds: Iterable[int]) -> str:
+    seeds = sorted(set(seeds))
+    n = len(seeds)
+    return f"seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}" + (
+        f" (mean ± std over {n})" if n > 1 else " (one run, no spread)"
+    )
+
+
+def _sizes_text(runs: pd.DataFrame) -> str:
+    """Sizes and seeds of the runs (frame rows) on one data set at one ratio."""
+    first = runs.iloc[0]
+    counts = first["train_counts"]
+    return (
+        f"{first['train_size']:,} training samples ({counts[0]:,} ... {counts[-1]:,} per class), "
+        f"{first['test_size']:,} test samples (the whole test split), "
+        + _seed_text(runs["seed"].tolist())
+    )
+
+
+def _setup_text(runs: pd.DataFrame, profile: str | None) -> str:
+    archs = sorted(set(runs["arch"]))
+    epochs = sorted(set(runs["epochs"].tolist()))
+    return f"{', '.join(archs)}, {', '.join(map(str, epochs))} epochs, profile {profile}."
+
+
+def _lt_name(dataset: str, rho: float) -> str:
+    return f"{DATASET_NAMES.get(dataset, dataset)}-LT, rho = {rho:g}"
+
+
+def _by_dataset_and_ratio(frame: pd.DataFrame):
+    return frame.groupby(["dataset", "imbalance_ratio"], sort=False)
+
+
+def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
+    """One line that says what ``results`` measured: data set, imbalance ratio(s), training
+    and test sizes, seeds, network, epochs and profile (printed beside every table and figure)."""
+    if not results:
+        raise ValueError("results must not be empty")
+    frame = results_frame(results)
+    parts = [f"{_lt_name(*key)}: {_sizes_text(runs)}" for key, runs in _by_dataset_and_ratio(frame)]
+    return "; ".join(parts) + ". " + _setup_text(frame, resolve_profile(profile))
+
+
+def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
+    """``frame`` (cells already text) as a markdown table: names (the index, ``method``,
+    ``data set``) left-aligned, numbers right-aligned, no cell re-parsed as a number."""
+    names = ([frame.index.name] if index else []) + list(frame.columns)
+    align = ["left" if name in ("method", "data set") else "right" for name in names]
+    return frame.to_markdown(index=index, disable_numparse=True, colalign=align)
+
+
+def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
+    """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.viz.format_accuracy`),
+    one per data set and imbalance ratio, each under a caption (:func:`lt_caption`) and with
+    the shot groups' class counts in the header. A "published" column appears beside the
+    best-epoch column when the LDAM-DRW paper has a number for one of the rows."""
+    frame = results_frame(results)
+    rows = lt_table(results)
+    blocks = []
+    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
+        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
+        groups = pmetrics.shot_groups(block[0]["train_counts"])
+        table = pd.DataFrame({"method": [r["method"] for r in block]})
+        table["overall, last epoch"] = [_percent(r["last"]) for r in block]
+        table["overall, best epoch"] = [_percent(r["best"]) for r in block]
+        if any(r["published"] is not None for r in block):
+            table["published (paper)"] = [
+                "-" if r["published"] is None else f"{100 * r['published']:.2f}" for r in block
+            ]
+        for g in _GROUPS:
+            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [_percent(r[g]) for r in block]
+        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
+        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
+            runs, resolve_profile(profile)
+        )
+        blocks.append(caption + "\n\n" + _markdown(table, index=False))
+    return "\n\n".join(blocks) + "\n"
+
+
+def published_lt_markdown() -> str:
+    """The published CIFAR-LT numbers (:data:`~palviz.recipes.PUBLISHED_LT_ACCURACY`) as a
+    markdown table."""
+    table = pd.DataFrame(
+        [
+            (f"{DATASET_NAMES[dataset]}-LT", str(rho), method, f"{100 * acc:.2f}")
+            for (dataset, rho, method), acc in PUBLISHED_LT_ACCURACY.items()
+        ],
+        columns=["data set", "rho", "method", "published top-1 accuracy (%)"],
+    )
+    return _markdown(table, index=False) + "\n"
+
+
+def noisy_accuracy_table(
+    results: Sequence[RunResult], key: str | Callable[[dict], float] = "last_acc"
+) -> dict[str, dict[tuple[str, float], tuple[float, float, int]]]:
+    """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
+    ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
+    appearance; std is NaN for one seed. (A dict rather than a frame: the shape
+    :func:`palviz.viz.plot_accuracy_vs_noise` draws.)"""
+    frame = results_frame(results)
+    if frame.empty:
+        return {}
+    if callable(key) or key not in frame:
+        value = key if callable(key) else (lambda metrics: metrics[key])
+        frame["value"] = [_number(value(r.metrics)) for r in results]
+    else:
+        frame["value"] = frame[key]
+    stats = _over_seeds(frame, ["label", "noise_kind", "noise_rate"], ["value"])["value"]
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]] = {}
+    for (label, kind, eta), cell in stats.iterrows():
+        table.setdefault(label, {})[kind, float(eta)] = (
+            float(cell["mean"]),
+            float(cell["std"]),
+            int(cell["count"]),
+        )
+    return table
+
+
+def format_noisy_table(
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    *,
+    title: str = "",
+    mark_best: bool = True,
+) -> str:
+    """:func:`noisy_accuracy_table` as a markdown table in percent (under ``title``): one row
+    per method, one column per (kind, eta), ``mean +- std`` where several seeds ran
+    (:func:`~palviz.viz.format_accuracy`), ``-`` where a method did not run; with
+    ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
+    ranking: differences within a seed's spread mean nothing)."""
+    columns: list[tuple[str, float]] = []
+    for row in table.values():
+        columns += [c for c in row if c not in columns]
+    best = {c: max(row[c][0] for row in table.values() if c in row) for c in columns}
+    kinds = {"symmetric": "sym", "asymmetric": "asym"}
+
+    def cell(row: dict, c: tuple[str, float]) -> str:
+        if c not in row:
+            return "-"
+        mean, std, _ = row[c]
+        return format_accuracy(mean, std) + ("*" if mark_best and mean == best[c] else "")
+
+    frame = pd.DataFrame(
+        [[cell(row, c) for c in columns] for row in table.values()],
+        index=pd.Index(list(table), name="method"),
+        columns=[f"{kinds.get(k, k)} {eta:g}" for k, eta in columns],
+    )
+    return (f"{title}\n" if title else "") + _markdown(frame)
+
+
+def stack_over_seeds(
+    results: Sequence[RunResult], key: str = "per_class_acc"
+) -> dict[str, np.ndarray]:
+    """``{label: array}`` of ``metrics[key]`` with one row per run (seed), labels in order of
+    first appearance: ``[n_runs]`` for a number (``"last_acc"``, ``"best_acc"``, or any column
+    of :func:`results_frame`), ``[n_runs, k]`` for a per-class list (``"per_class_acc"``,
+    ``"feature_norms"``, ``"weight_norms"``, ``"confidence"``); ``None`` (e.g. a class without
+    test samples) becomes NaN."""
+    frame = results_frame(results)
+    out = {}
+    for label, runs in frame.groupby("label", sort=False):
+        if key in PER_CLASS_COLUMNS:
+            k = int(runs["num_classes"].max())
+            values = runs[[f"{PER_CLASS_COLUMNS[key]}_{c}" for c in range(k)]]
+        else:
+            values = runs[key]
+        out[label] = values.to_numpy(dtype=float)
+    return out
+
+
+def class_mean_features(
+    features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
+) -> np.ndarray:
+    r"""Class means of features, $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} z_i$: `[num_classes, d]`
+    (NaN rows for a class without samples). With ``centred``, minus their mean
+    $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a balanced set): the centred class
+    means of neural-collapse studies (Papyan et al. 2020), whose ideal is the simplex."""
+    features = np.asarray(features, dtype=np.float64)
+    targets = np.asarray(targets)
+    counts = np.bincount(targets, minlength=num_classes).astype(np.float64)
+    sums = np.zeros((num_classes, features.shape[1]))
+    np.add.at(sums, targets, features)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts[:, None]
+    return means - np.nanmean(means, axis=0) if centred else means
+
+
+def feature_geometry(result: RunResult) -> dict[str, Any]:
+    """The geometry of a finished run, from its test features and its head's prototypes:
+
+    ``prototype_cosines`` `[k, k]` and ``min_prototype_angle`` (degrees) of the classifier
+    vectors; ``class_mean_cosines`` `[k, k]` and ``min_class_mean_angle`` of the *centred*
+    class means of the test features (:func:`class_mean_features`); ``feature_norms`` and
+    ``weight_norms`` `[k]`; ``train_counts``."""
+    arrays = result.features()
+    k = arrays["prototypes"].shape[0]
+    means = class_mean_features(arrays["features"], arrays["targets"], k, centred=True)
+    return {
+        "prototype_cosines": pmetrics.prototype_cosines(arrays["prototypes"]),
+        "min_prototype_angle": pmetrics.min_prototype_angle(arrays["prototypes"]),
+        "class_mean_cosines": pmetrics.prototype_cosines(means),
+        "min_class_mean_angle": pmetrics.min_prototype_angle(means),
+        "feature_norms": pmetrics.feature_norms_per_class(arrays["features"], arrays["targets"], k),
+        "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
+        "train_counts": result.metrics["train_counts"],
+    }
