@@ -38,6 +38,7 @@ __all__ = [
     "sample_margins",
     "shot_group_accuracy",
     "shot_groups",
+    "simplex_error",
     "transition_matrix",
     "weight_norms",
 ]
@@ -257,6 +258,34 @@ def mean_pairwise_cosine(W: Any, classes: Any = None) -> float:
         raise ValueError(f"classes must name at least 2 classes, got {idx.tolist()}")
     sub = cos[np.ix_(idx, idx)]
     return float(sub[~np.eye(idx.size, dtype=bool)].mean())
+
+
+def simplex_error(W_or_cosines: Any, *, cosines: bool | None = None) -> float:
+    r"""$\max_{i < j} |\hat w_i^\top \hat w_j + \frac{1}{k-1}|$: how far the class vectors are
+    from a regular simplex (0 for the simplex, which needs $d \geq k - 1$).
+
+    Args:
+        W_or_cosines: class vectors `W` `[k, d]` (rows; normalised here), or their pairwise
+            cosines `[k, k]` (as :func:`prototype_cosines` returns).
+        cosines: whether the argument is a cosine matrix; ``None`` takes a square, symmetric
+            matrix with unit diagonal and entries in $[-1, 1]$ as one.
+    """
+    a = _prototypes(W_or_cosines)
+    k = a.shape[0]
+    if cosines is None:
+        cosines = (
+            a.shape == (k, k)
+            and np.allclose(a, a.T, rtol=0.0, atol=1e-12)
+            and np.allclose(np.diag(a), 1.0, rtol=0.0, atol=1e-6)
+            and bool(np.all(np.abs(a) <= 1.0 + 1e-12))
+        )
+    elif not isinstance(cosines, bool):
+        raise TypeError(f"cosines must be None, True or False, got {cosines!r}")
+    if cosines and a.shape != (k, k):
+        raise ValueError(f"W_or_cosines must be a square cosine matrix, got shape {a.shape}")
+    cos = a if cosines else prototype_cosines(a)
+    upper = np.triu_indices(k, 1)
+    return float(np.max(np.abs(cos[upper] + 1.0 / (k - 1))))
 
 
 def weight_norms(W: Any) -> np.ndarray:

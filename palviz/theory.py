@@ -25,9 +25,8 @@ Everything is computed in float64 and returned as Python floats or NumPy arrays.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ from palviz.checks import check_int as _check_int
 from palviz.checks import check_positive as _check_positive
 from palviz.checks import check_real as _check_real
 from palviz.heads import simplex_prototypes
+from palviz.threads import single_thread
 
 __all__ = [
     "FEATURE_CONSTRAINTS",
@@ -75,17 +75,6 @@ def _as_float64(name: str, x: Any) -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return t
-
-
-@contextlib.contextmanager
-def _single_thread() -> Iterator[None]:
-    # small matrices: extra threads only add synchronisation (and oversubscribe a busy CPU)
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
 
 
 def _check_counts(cls_num_list: Sequence[int]) -> np.ndarray:
@@ -258,7 +247,7 @@ def _ascent(
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     best = -math.inf
-    with _single_thread():
+    with single_thread():
         for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             values = objective()
@@ -498,7 +487,7 @@ def _solve_layer_peeled_batch(
         total.backward()
         return total
 
-    with _single_thread():
+    with single_thread():
         opt.step(closure)
 
     with torch.no_grad():
