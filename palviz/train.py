@@ -44,7 +44,7 @@ from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
 from palviz.metrics import min_prototype_angle
 
-__all__ = ["RunRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
+__all__ = ["FitRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
 
 SCHEDULES = ("multistep", "cosine", "constant")
 CHECKPOINT_FORMAT = 1
@@ -276,8 +276,9 @@ def learning_rate(config: TrainConfig, epoch: int) -> float:
 
 
 @dataclass
-class RunRecord:
-    """What :func:`fit` returns.
+class FitRecord:
+    """What :func:`fit` returns: one training run's history (not the run cache's
+    :class:`palviz.experiments.RunResult`, which adds the evaluation and the metrics).
 
     Attributes:
         config: the :class:`TrainConfig` as a dict.
@@ -446,7 +447,7 @@ def fit(
     cls_num_list: list[int] | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     resume: bool = False,
-) -> RunRecord:
+) -> FitRecord:
     """Train ``model`` in place with ``loss_fn`` on ``train`` and return the run's record.
 
     Args:
@@ -466,7 +467,7 @@ def fit(
             does not.
 
     Returns:
-        A :class:`RunRecord`.
+        A :class:`FitRecord`.
     """
     config = TrainConfig() if config is None else config
     # -- 0. every check before any work
@@ -613,7 +614,7 @@ def fit(
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
     evaluated = [r for r in history if "test_acc" in r]
     best = max(evaluated, key=lambda r: r["test_acc"], default=None)
-    return RunRecord(
+    return FitRecord(
         config=config.to_dict(),
         history=history,
         final=dict(history[-1]),

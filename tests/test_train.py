@@ -14,7 +14,7 @@ from torch import nn
 from palviz.losses import CrossEntropyLoss, MAELoss, class_balanced_weights
 from palviz.models import make_model
 from palviz.train import (
-    RunRecord,
+    FitRecord,
     TrainConfig,
     evaluate,
     fit,
@@ -237,7 +237,7 @@ def test_resolve_device_picks_cuda_only_when_available():
 def test_fit_learns_a_small_mnist1d_shaped_problem_well_above_chance():
     train, test = blobs(512), blobs(256, seed=1)
     record = fit(model(), CrossEntropyLoss(), train, test, quiet(epochs=6, device="cpu"))
-    assert isinstance(record, RunRecord)
+    assert isinstance(record, FitRecord)
     assert record.last_acc > 0.7  # chance: 0.25
     assert record.history[-1]["train_loss"] < record.history[0]["train_loss"]
     assert record.history[-1]["train_acc"] > record.history[0]["train_acc"]
@@ -451,7 +451,7 @@ def interrupted_then_resumed(arch, k, train, test, cfg, tmp_path, batches_per_ep
     return resumed, record
 
 
-def assert_same_run(a: nn.Module, b: nn.Module, ra: RunRecord, rb: RunRecord) -> None:
+def assert_same_run(a: nn.Module, b: nn.Module, ra: FitRecord, rb: FitRecord) -> None:
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(pa, pb), name
     assert without_seconds(ra.history) == without_seconds(rb.history)
@@ -605,5 +605,5 @@ def test_evaluate_normalises_images_like_training():
 
 
 def test_the_record_is_a_dataclass_whose_dict_has_every_field():
-    names = {f.name for f in dataclasses.fields(RunRecord)}
+    names = {f.name for f in dataclasses.fields(FitRecord)}
     assert names == {"config", "history", "final", "last_acc", "best_acc", "best_epoch", "seconds"}
