@@ -278,7 +278,7 @@ def learning_rate(config: TrainConfig, epoch: int) -> float:
 @dataclass
 class FitRecord:
     """What :func:`fit` returns: one training run's history (not the run cache's
-    :class:`palviz.experiments.RunResult`, which adds the evaluation and the metrics).
+    :class:`palviz.experiments.RunResult`: a finished run's spec, metrics and folder).
 
     Attributes:
         config: the :class:`TrainConfig` as a dict.
@@ -420,18 +420,209 @@ def evaluate(
 
 
 def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
+    """``saved`` (a checkpoint) must be of :data:`CHECKPOINT_FORMAT` and written with
+    ``config`` (up to the fields of ``_RESUMABLE_CHANGES``)."""
+    found = saved.get("format")
+    if found != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"cannot resume from {path}: it is a checkpoint of format {found!r}, this version "
+            f"of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train without resume"
+        )
+    saved_config = saved["config"]
     current = config.to_dict()
     changed = sorted(
         k
-        for k in set(saved) | set(current)
-        if k not in _RESUMABLE_CHANGES and saved.get(k) != current.get(k)
+        for k in set(saved_config) | set(current)
+        if k not in _RESUMABLE_CHANGES and saved_config.get(k) != current.get(k)
     )
     if changed:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        detail = ", ".join(f"{k}: {saved_config.get(k)!r} -> {current.get(k)!r}" for k in changed)
         raise ValueError(
             f"cannot resume from {path}: it was written by a run with another config ({detail}); "
             f"only {', '.join(_RESUMABLE_CHANGES)} may change"
         )
+
+
+def _drw_weights(
+    model: nn.Module, loss_fn: nn.Module, config: TrainConfig, cls_num_list: list[int] | None
+) -> torch.Tensor | None:
+    """The class-balanced weights DRW switches to (``None`` without DRW), checked up front."""
+    if config.drw_epoch is None:
+        return None
+    if cls_num_list is None:
+        raise ValueError(
+            f"TrainConfig.drw_epoch={config.drw_epoch} needs cls_num_list (the training "
+            "count of each class) for the class-balanced weights; got cls_num_list=None"
+        )
+    if not hasattr(loss_fn, "weight"):
+        raise ValueError(
+            f"DRW sets loss_fn.weight, but {type(loss_fn).__name__} has no weight attribute"
+        )
+    cb_weights = class_balanced_weights(cls_num_list, config.cb_beta)
+    prototypes = getattr(getattr(model, "head", None), "prototypes", None)
+    if prototypes is not None and len(cb_weights) != len(prototypes):
+        raise ValueError(
+            f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
+        )
+    return cb_weights
+
+
+@dataclass
+class _Loop:
+    """What the epochs of one :func:`fit` call share."""
+
+    model: nn.Module
+    loss_fn: nn.Module
+    config: TrainConfig
+    device: torch.device
+    use_amp: bool
+    channels_last: bool
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    cb_weights: torch.Tensor | None
+
+
+def _make_loop(
+    model: nn.Module,
+    loss_fn: nn.Module,
+    config: TrainConfig,
+    device: torch.device,
+    channels_last: bool,
+    cb_weights: torch.Tensor | None,
+) -> _Loop:
+    """The SGD optimiser and the gradient scaler (active with AMP on CUDA only)."""
+    use_amp = config.amp and device.type == "cuda"
+    optimizer = torch.optim.SGD(
+        model.parameters(),
+        lr=config.lr,
+        momentum=config.momentum,
+        nesterov=config.nesterov,
+        weight_decay=config.weight_decay,
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    cb_weights = None if cb_weights is None else cb_weights.to(device)
+    return _Loop(
+        model, loss_fn, config, device, use_amp, channels_last, optimizer, scaler, cb_weights
+    )
+
+
+def _start_epoch(loop: _Loop, epoch: int) -> float:
+    """Seed, learning rate and DRW weights of ``epoch``, all functions of ``epoch`` only;
+    returns the learning rate."""
+    torch.manual_seed(_epoch_seed(loop.config.seed, epoch))  # model-side randomness, if any
+    lr = learning_rate(loop.config, epoch)
+    for group in loop.optimizer.param_groups:
+        group["lr"] = lr
+    if loop.cb_weights is not None:
+        # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
+        loop.loss_fn.weight = loop.cb_weights if epoch >= loop.config.drw_epoch else None
+    return lr
+
+
+def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float, float]:
+    """One optimiser step per batch of ``epoch``; returns the mean training loss and accuracy."""
+    model, optimizer, scaler, config = loop.model, loop.optimizer, loop.scaler, loop.config
+    model.train()
+    loss_sum = torch.zeros((), device=loop.device)
+    correct = torch.zeros((), dtype=torch.long, device=loop.device)
+    for xb, yb in batches.epoch(epoch):
+        if loop.channels_last:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(loop.device.type, enabled=loop.use_amp):
+            logits = model(xb)
+            loss = loop.loss_fn(logits, yb)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if config.grad_clip is not None:
+            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+        # summed on the device: no host sync per batch
+        loss_sum += loss.detach().float() * len(yb)
+        correct += (logits.detach().argmax(1) == yb).sum()
+    n = batches.num_samples
+    return loss_sum.item() / n, correct.item() / n
+
+
+def _evaluates(config: TrainConfig, epoch: int) -> bool:
+    """Whether ``epoch`` is evaluated: every ``eval_every`` epochs, and always the last."""
+    last = epoch == config.epochs - 1
+    return last or bool(config.eval_every and (epoch + 1) % config.eval_every == 0)
+
+
+def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
+    """``test_acc``, ``per_class_acc`` and, for a head with prototypes, their minimum angle."""
+    result = _evaluate(loop.model, batches, amp=loop.use_amp, keep_outputs=False)
+    row: dict[str, Any] = {
+        "test_acc": result["acc"],
+        "per_class_acc": _nan_to_none(result["per_class_acc"]),
+    }
+    prototypes = getattr(getattr(loop.model, "head", None), "prototypes", None)
+    if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
+        row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
+    return row
+
+
+def _save_checkpoint(
+    path: str | os.PathLike, loop: _Loop, epoch: int, history: list[dict], seconds: float
+) -> None:
+    save_torch(
+        path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "model": loop.model.state_dict(),
+            "optimizer": loop.optimizer.state_dict(),
+            "scaler": loop.scaler.state_dict(),
+            "epoch": epoch,
+            "history": history,
+            "config": loop.config.to_dict(),
+            "seconds": seconds,
+        },
+    )
+
+
+def _resume(path: str | os.PathLike, loop: _Loop) -> tuple[int, list[dict[str, Any]], float]:
+    """Load the checkpoint at ``path`` into the loop's model, optimiser and scaler; returns
+    the first epoch still to train, the history so far and the seconds spent."""
+    state = torch.load(path, map_location=loop.device, weights_only=True)
+    _check_resumable(state, loop.config, Path(path))
+    loop.model.load_state_dict(state["model"])
+    loop.optimizer.load_state_dict(state["optimizer"])
+    loop.scaler.load_state_dict(state["scaler"])
+    return state["epoch"] + 1, state["history"], state["seconds"]
+
+
+def _progress_bar(config: TrainConfig, start: int) -> tqdm:
+    return tqdm(
+        range(start, config.epochs),
+        initial=start,
+        total=config.epochs,
+        desc="fit",
+        unit="epoch",
+        disable=not config.progress,
+    )
+
+
+def _show(bar: tqdm, row: dict[str, Any]) -> None:
+    postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
+    if "test_acc" in row:
+        postfix["test"] = f"{row['test_acc']:.3f}"
+    bar.set_postfix(postfix)
+
+
+def _record(config: TrainConfig, history: list[dict[str, Any]], seconds: float) -> FitRecord:
+    evaluated = [r for r in history if "test_acc" in r]
+    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
+    return FitRecord(
+        config=config.to_dict(),
+        history=history,
+        final=dict(history[-1]),
+        last_acc=history[-1].get("test_acc"),
+        best_acc=None if best is None else best["test_acc"],
+        best_epoch=None if best is None else best["epoch"],
+        seconds=seconds,
+    )
 
 
 # --------------------------------------------------------------------------- fit
@@ -477,35 +668,16 @@ def fit(
     test = None if test is None else _split("test", test)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs a checkpoint_path")
-    cb_weights = None
-    if config.drw_epoch is not None:
-        if cls_num_list is None:
-            raise ValueError(
-                f"TrainConfig.drw_epoch={config.drw_epoch} needs cls_num_list (the training "
-                "count of each class) for the class-balanced weights; got cls_num_list=None"
-            )
-        if not hasattr(loss_fn, "weight"):
-            raise ValueError(
-                f"DRW sets loss_fn.weight, but {type(loss_fn).__name__} has no weight attribute"
-            )
-        cb_weights = class_balanced_weights(cls_num_list, config.cb_beta)
-        prototypes = getattr(getattr(model, "head", None), "prototypes", None)
-        if prototypes is not None and len(cb_weights) != len(prototypes):
-            raise ValueError(
-                f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
-            )
+    cb_weights = _drw_weights(model, loss_fn, config, cls_num_list)
 
     # -- 1. device, data, optimiser
     device = resolve_device(config.device)
-    use_amp = config.amp and device.type == "cuda"
     channels_last = config.channels_last and x.dim() == 4
     model.to(device)
     if channels_last:
         model.to(memory_format=torch.channels_last)
     if isinstance(loss_fn, nn.Module):
         loss_fn.to(device)
-    if cb_weights is not None:
-        cb_weights = cb_weights.to(device)
     stats = {"mean": config.mean, "std": config.std, "device": device}
     train_batches = BatchIterator(
         x, y, config.batch_size, shuffle=True, augment=config.augment, seed=config.seed, **stats
@@ -513,113 +685,34 @@ def fit(
     test_batches = None
     if test is not None:
         test_batches = BatchIterator(*test, _eval_batch_size(device), shuffle=False, **stats)
-    optimizer = torch.optim.SGD(
-        model.parameters(),
-        lr=config.lr,
-        momentum=config.momentum,
-        nesterov=config.nesterov,
-        weight_decay=config.weight_decay,
-    )
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    loop = _make_loop(model, loss_fn, config, device, channels_last, cb_weights)
 
-    # -- 2. resume
+    # -- 2. resume, 3. train
     start, history, seconds = 0, [], 0.0
     if resume and Path(checkpoint_path).exists():
-        state = torch.load(checkpoint_path, map_location=device, weights_only=True)
-        _check_resumable(state["config"], config, Path(checkpoint_path))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        start, history, seconds = state["epoch"] + 1, state["history"], state["seconds"]
-
-    # -- 3. train
-    bar = tqdm(
-        range(start, config.epochs),
-        initial=start,
-        total=config.epochs,
-        desc="fit",
-        unit="epoch",
-        disable=not config.progress,
-    )
+        start, history, seconds = _resume(checkpoint_path, loop)
+    bar = _progress_bar(config, start)
     for epoch in bar:
         t0 = time.perf_counter()
-        torch.manual_seed(_epoch_seed(config.seed, epoch))  # model-side randomness, if any
-        lr = learning_rate(config, epoch)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        if cb_weights is not None:
-            # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
-            loss_fn.weight = cb_weights if epoch >= config.drw_epoch else None
-        model.train()
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
-        for xb, yb in train_batches.epoch(epoch):
-            if channels_last:
-                xb = xb.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device.type, enabled=use_amp):
-                logits = model(xb)
-                loss = loss_fn(logits, yb)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if config.grad_clip is not None:
-                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            # summed on the device: no host sync per batch
-            loss_sum += loss.detach().float() * len(yb)
-            correct += (logits.detach().argmax(1) == yb).sum()
-        n = train_batches.num_samples
+        lr = _start_epoch(loop, epoch)
+        train_loss, train_acc = _train_epoch(loop, train_batches, epoch)
         row: dict[str, Any] = {
             "epoch": epoch,
             "lr": lr,
-            "train_loss": loss_sum.item() / n,
-            "train_acc": correct.item() / n,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
             "seconds": time.perf_counter() - t0,
         }
-        last = epoch == config.epochs - 1
-        if test_batches is not None and (
-            last or (config.eval_every and (epoch + 1) % config.eval_every == 0)
-        ):
-            result = _evaluate(model, test_batches, amp=use_amp, keep_outputs=False)
-            row["test_acc"] = result["acc"]
-            row["per_class_acc"] = _nan_to_none(result["per_class_acc"])
-            prototypes = getattr(getattr(model, "head", None), "prototypes", None)
-            if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
-                row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
+        if test_batches is not None and _evaluates(config, epoch):
+            row.update(_evaluation_row(loop, test_batches))
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:
-            save_torch(
-                checkpoint_path,
-                {
-                    "format": CHECKPOINT_FORMAT,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scaler": scaler.state_dict(),
-                    "epoch": epoch,
-                    "history": history,
-                    "config": config.to_dict(),
-                    "seconds": seconds,
-                },
-            )
-        postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
-        if "test_acc" in row:
-            postfix["test"] = f"{row['test_acc']:.3f}"
-        bar.set_postfix(postfix)
+            _save_checkpoint(checkpoint_path, loop, epoch, history, seconds)
+        _show(bar, row)
     bar.close()
 
     # -- 4. the record
     if not history:
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
-    evaluated = [r for r in history if "test_acc" in r]
-    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
-    return FitRecord(
-        config=config.to_dict(),
-        history=history,
-        final=dict(history[-1]),
-        last_acc=history[-1].get("test_acc"),
-        best_acc=None if best is None else best["test_acc"],
-        best_epoch=None if best is None else best["epoch"],
-        seconds=seconds,
-    )
+    return _record(config, history, seconds)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from torch import nn
 from palviz.losses import CrossEntropyLoss, MAELoss, class_balanced_weights
 from palviz.models import make_model
 from palviz.train import (
+    CHECKPOINT_FORMAT,
     FitRecord,
     TrainConfig,
     evaluate,
@@ -556,6 +558,32 @@ def test_resuming_with_another_config_is_an_error_naming_the_change(tmp_path):
         checkpoint_path=path,
         resume=True,
     )
+
+
+def test_resuming_from_a_checkpoint_of_another_format_is_an_error_naming_both(tmp_path):
+    path = tmp_path / "run.pt"
+    fit(model(), CrossEntropyLoss(), blobs(64), None, quiet(epochs=2), checkpoint_path=path)
+    state = torch.load(path, weights_only=True)
+    for found in (CHECKPOINT_FORMAT + 1, None):
+        if found is None:
+            del state["format"]
+        else:
+            state["format"] = found
+        torch.save(state, path)
+        expected = (
+            rf"{re.escape(str(path))}: it is a checkpoint of format {found!r}, "
+            rf".*format {CHECKPOINT_FORMAT}"
+        )
+        with pytest.raises(ValueError, match=expected):
+            fit(
+                model(),
+                CrossEntropyLoss(),
+                blobs(64),
+                None,
+                quiet(epochs=3),
+                checkpoint_path=path,
+                resume=True,
+            )
 
 
 def test_resume_needs_a_checkpoint_path():
