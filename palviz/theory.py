@@ -38,6 +38,7 @@ from palviz.checks import check_int as _check_int
 from palviz.checks import check_positive as _check_positive
 from palviz.checks import check_real as _check_real
 from palviz.heads import simplex_prototypes
+from palviz.losses import ldam_margins as _ldam_margins
 from palviz.threads import single_thread
 
 __all__ = [
@@ -75,17 +76,6 @@ def _as_float64(name: str, x: Any) -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return t
-
-
-def _check_counts(cls_num_list: Sequence[int]) -> np.ndarray:
-    n = np.asarray(cls_num_list, dtype=np.float64)
-    if n.ndim != 1 or n.size < 2:
-        raise ValueError(
-            f"cls_num_list must be a 1-D list of at least 2 class counts, got shape {n.shape}"
-        )
-    if not np.all(n > 0):
-        raise ValueError(f"cls_num_list must hold counts > 0, got {list(cls_num_list)}")
-    return n
 
 
 # ----------------------------------------------------------------------------------------------
@@ -692,15 +682,13 @@ def minority_collapse_sweep(
 # ----------------------------------------------------------------------------------------------
 def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
     r"""LDAM's per-class margins $\Delta_j = C / n_j^{1/4}$ with $C$ chosen so that
-    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin).
+    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin):
+    :func:`palviz.losses.ldam_margins` in float64, as NumPy.
 
     Returns:
         float64 array `[num_classes]`.
     """
-    n = _check_counts(cls_num_list)
-    max_m = _check_positive("max_m", max_m)
-    m = n**-0.25
-    return m * (max_m / m.max())
+    return _ldam_margins(cls_num_list, max_m, dtype=torch.float64).numpy()
 
 
 def elm_effective_margins(
