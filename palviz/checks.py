@@ -85,18 +85,18 @@ def check_real(name: str, value: Any) -> float:
 
 def check_positive(name: str, value: Any) -> float:
     """``value`` as a finite ``float`` > 0."""
-    value = check_real(name, value)
-    if value <= 0:
+    number = check_real(name, value)
+    if number <= 0:
         raise invalid(name, value, "> 0")
-    return value
+    return number
 
 
 def check_non_negative(name: str, value: Any) -> float:
     """``value`` as a finite ``float`` >= 0."""
-    value = check_real(name, value)
-    if value < 0:
+    number = check_real(name, value)
+    if number < 0:
         raise invalid(name, value, ">= 0")
-    return value
+    return number
 
 
 def check_range(
@@ -110,13 +110,13 @@ def check_range(
 ) -> float:
     """``value`` as a finite ``float`` in the interval from ``low`` to ``high``, each end
     closed unless ``low_open`` / ``high_open`` (``q must be in (0, 1], got 1.5``)."""
-    value = check_real(name, value)
-    above = value > low if low_open else value >= low
-    below = value < high if high_open else value <= high
+    number = check_real(name, value)
+    above = number > low if low_open else number >= low
+    below = number < high if high_open else number <= high
     if not (above and below):
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
         raise invalid(name, value, f"in {interval}")
-    return value
+    return number
 
 
 def check_probability(name: str, value: Any) -> float:

@@ -39,6 +39,16 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from palviz.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_range,
+    check_real,
+    invalid,
+)
 from palviz.data import BatchIterator
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
@@ -56,39 +66,35 @@ _RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last"
 # --------------------------------------------------------------------------- config
 
 
-def _fail(name: str, value: Any, allowed: str) -> None:
-    raise ValueError(f"TrainConfig.{name} must be {allowed}, got {value!r}")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:
-        _fail(name, value, f"an integer >= {minimum}")
-
-
-def _check_real(name: str, value: Any, low: float, *, strict: bool = False) -> None:
-    if not _is_real(value) or value < low or (strict and value == low):
-        _fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(name, value, "True or False")
-
-
 def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+
+
+def _tuple_of(field: str, value: Any, check: Any, rule: str, *, empty: bool = True) -> tuple:
+    """``value`` as a tuple whose every item passes ``check(name, item)``, else ``rule``."""
+    name = f"TrainConfig.{field}"
+    if not isinstance(value, tuple) or (not value and not empty):
+        raise invalid(name, value, rule)
+    try:
+        return tuple(check(name, v) for v in value)
+    except ValueError:
+        raise invalid(name, value, rule) from None
+
+
+def _milestone(name: str, value: Any) -> int:
+    return check_int(name, value, 1)
+
+
+def _check_device(device: Any) -> None:
+    if not isinstance(device, str):
+        raise invalid("TrainConfig.device", device, "a string: 'auto', 'cpu', 'cuda:0', ...")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise invalid(
+                "TrainConfig.device", device, "'auto' or a torch device name ('cpu', 'cuda:0')"
+            ) from None
 
 
 @dataclass
@@ -156,86 +162,58 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        # Lists (from JSON) become tuples, so equal configs compare equal.
+        # Lists (from JSON) become tuples, so equal configs compare equal; every number
+        # becomes a plain Python int or float, so the config is JSON-ready.
         for name in ("milestones", "lr_factors", "mean", "std"):
             setattr(self, name, _as_tuple(getattr(self, name)))
-        _check_int("epochs", self.epochs, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_real("lr", self.lr, 0.0, strict=True)
-        _check_real("momentum", self.momentum, 0.0)
-        if self.momentum >= 1:
-            _fail("momentum", self.momentum, "in [0, 1)")
-        _check_bool("nesterov", self.nesterov)
+        f = "TrainConfig.{}".format
+        self.epochs = check_int(f("epochs"), self.epochs, 1)
+        self.batch_size = check_int(f("batch_size"), self.batch_size, 1)
+        self.lr = check_positive(f("lr"), self.lr)
+        self.momentum = check_range(f("momentum"), self.momentum, 0.0, 1.0, high_open=True)
+        self.nesterov = check_bool(f("nesterov"), self.nesterov)
         if self.nesterov and self.momentum == 0:
-            _fail("momentum", self.momentum, "> 0 when nesterov=True")
-        _check_real("weight_decay", self.weight_decay, 0.0)
-        if self.schedule not in SCHEDULES:
-            _fail("schedule", self.schedule, f"one of {', '.join(map(repr, SCHEDULES))}")
-        if not isinstance(self.milestones, tuple) or not all(
-            _is_int(m) and m >= 1 for m in self.milestones
-        ):
-            _fail("milestones", self.milestones, "a tuple of integers >= 1")
-        if any(a >= b for a, b in zip(self.milestones[:-1], self.milestones[1:], strict=True)):
-            _fail("milestones", self.milestones, "strictly increasing")
-        _check_real("gamma", self.gamma, 0.0, strict=True)
+            raise invalid(f("momentum"), self.momentum, "> 0 when nesterov=True")
+        self.weight_decay = check_non_negative(f("weight_decay"), self.weight_decay)
+        self.schedule = check_choice(f("schedule"), self.schedule, SCHEDULES)
+        ms = _tuple_of("milestones", self.milestones, _milestone, "a tuple of integers >= 1")
+        if any(a >= b for a, b in zip(ms[:-1], ms[1:], strict=True)):
+            raise invalid(f("milestones"), ms, "strictly increasing")
+        self.milestones = ms
+        self.gamma = check_positive(f("gamma"), self.gamma)
         if self.lr_factors is not None:
-            if not isinstance(self.lr_factors, tuple) or not all(
-                _is_real(f) and f > 0 for f in self.lr_factors
-            ):
-                _fail("lr_factors", self.lr_factors, "None or a tuple of numbers > 0")
-            if len(self.lr_factors) != len(self.milestones):
-                _fail(
-                    "lr_factors",
-                    self.lr_factors,
-                    f"one factor per milestone ({len(self.milestones)}: {self.milestones})",
-                )
-        _check_int("warmup_epochs", self.warmup_epochs, 0)
-        _check_real("eta_min", self.eta_min, 0.0)
+            rule = "None or a tuple of numbers > 0"
+            self.lr_factors = _tuple_of("lr_factors", self.lr_factors, check_positive, rule)
+            if len(self.lr_factors) != len(ms):
+                rule = f"one factor per milestone ({len(ms)}: {ms})"
+                raise invalid(f("lr_factors"), self.lr_factors, rule)
+        self.warmup_epochs = check_int(f("warmup_epochs"), self.warmup_epochs, 0)
+        self.eta_min = check_non_negative(f("eta_min"), self.eta_min)
         if self.eta_min > self.lr:
-            _fail("eta_min", self.eta_min, f"<= lr ({self.lr})")
+            raise invalid(f("eta_min"), self.eta_min, f"<= lr ({self.lr})")
         if self.drw_epoch is not None:
-            _check_int("drw_epoch", self.drw_epoch, 0)
-        _check_real("cb_beta", self.cb_beta, 0.0)
-        if self.cb_beta >= 1:
-            _fail("cb_beta", self.cb_beta, "in [0, 1)")
+            self.drw_epoch = check_int(f("drw_epoch"), self.drw_epoch, 0)
+        self.cb_beta = check_range(f("cb_beta"), self.cb_beta, 0.0, 1.0, high_open=True)
         if self.grad_clip is not None:
-            _check_real("grad_clip", self.grad_clip, 0.0, strict=True)
-        _check_bool("augment", self.augment)
+            self.grad_clip = check_positive(f("grad_clip"), self.grad_clip)
+        self.augment = check_bool(f("augment"), self.augment)
+        rule = "None or a non-empty tuple of numbers (one per channel)"
         for name in ("mean", "std"):
-            value = getattr(self, name)
-            if value is not None and (
-                not isinstance(value, tuple) or not value or not all(map(_is_real, value))
-            ):
-                _fail(name, value, "None or a non-empty tuple of numbers (one per channel)")
+            if getattr(self, name) is not None:
+                value = _tuple_of(name, getattr(self, name), check_real, rule, empty=False)
+                setattr(self, name, value)
         if (self.mean is None) != (self.std is None):
-            _fail("std", self.std, f"given together with mean (mean={self.mean!r})")
+            raise invalid(f("std"), self.std, f"given together with mean (mean={self.mean!r})")
         if self.mean is not None and len(self.mean) != len(self.std):
-            _fail("std", self.std, f"as long as mean ({len(self.mean)} values)")
+            raise invalid(f("std"), self.std, f"as long as mean ({len(self.mean)} values)")
         if self.std is not None and min(self.std) <= 0:
-            _fail("std", self.std, "all > 0")
-        _check_bool("amp", self.amp)
-        _check_bool("channels_last", self.channels_last)
-        _check_int("seed", self.seed, 0)
-        if not isinstance(self.device, str):
-            _fail("device", self.device, "a string: 'auto', 'cpu', 'cuda', 'cuda:0', ...")
-        if self.device != "auto":
-            try:
-                torch.device(self.device)
-            except RuntimeError:
-                _fail("device", self.device, "'auto' or a torch device name ('cpu', 'cuda:0')")
-        _check_int("eval_every", self.eval_every, 0)
-        _check_bool("progress", self.progress)
-        # Plain Python numbers (not numpy's), so the config is JSON-ready and compares equal.
-        for name in ("epochs", "batch_size", "warmup_epochs", "drw_epoch", "seed", "eval_every"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else int(value))
-        for name in ("lr", "momentum", "weight_decay", "gamma", "eta_min", "cb_beta", "grad_clip"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else float(value))
-        self.milestones = tuple(int(m) for m in self.milestones)
-        for name in ("lr_factors", "mean", "std"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else tuple(float(v) for v in value))
+            raise invalid(f("std"), self.std, "all > 0")
+        self.amp = check_bool(f("amp"), self.amp)
+        self.channels_last = check_bool(f("channels_last"), self.channels_last)
+        self.seed = check_int(f("seed"), self.seed, 0)
+        _check_device(self.device)
+        self.eval_every = check_int(f("eval_every"), self.eval_every, 0)
+        self.progress = check_bool(f("progress"), self.progress)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain data (tuples become lists)."""
@@ -490,20 +468,15 @@ def _make_loop(
     channels_last: bool,
     cb_weights: torch.Tensor | None,
 ) -> _Loop:
-    """The SGD optimiser and the gradient scaler (active with AMP on CUDA only)."""
+    """SGD, and a gradient scaler that is active with AMP on CUDA only."""
     use_amp = config.amp and device.type == "cuda"
+    sgd = {"momentum": config.momentum, "nesterov": config.nesterov}
     optimizer = torch.optim.SGD(
-        model.parameters(),
-        lr=config.lr,
-        momentum=config.momentum,
-        nesterov=config.nesterov,
-        weight_decay=config.weight_decay,
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, **sgd
     )
     scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
-    cb_weights = None if cb_weights is None else cb_weights.to(device)
-    return _Loop(
-        model, loss_fn, config, device, use_amp, channels_last, optimizer, scaler, cb_weights
-    )
+    weights = None if cb_weights is None else cb_weights.to(device)
+    return _Loop(model, loss_fn, config, device, use_amp, channels_last, optimizer, scaler, weights)
 
 
 def _start_epoch(loop: _Loop, epoch: int) -> float:
