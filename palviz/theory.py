@@ -35,8 +35,8 @@ import torch.nn.functional as F
 
 from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
+from palviz.checks import check_non_negative, check_probability, check_range
 from palviz.checks import check_positive as _check_positive
-from palviz.checks import check_real as _check_real
 from palviz.heads import simplex_prototypes
 from palviz.losses import ldam_margins as _ldam_margins
 from palviz.threads import single_thread
@@ -120,9 +120,7 @@ def lipschitz_normalized_unanchored_lower_bound(num_classes: int, B: float) -> f
 def noise_aware_scale(eta: float) -> float:
     r"""FNPAL's noise-aware scale for CE and SCE, $s = \frac{0.25}{0.05 + \eta}$ ($\eta$ = noise
     rate): a smaller $s$ (smaller $B$, smaller $\lambda_{\text{PAL}}$) for noisier labels."""
-    eta = _check_real("eta", eta)
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError(f"eta must be in [0, 1], got {eta}")
+    eta = check_probability("eta", eta)
     return 0.25 / (0.05 + eta)
 
 
@@ -153,15 +151,9 @@ def _check_loss(loss: str, loss_kw: dict[str, Any]) -> dict[str, Any]:
         )
     kw: dict[str, Any] = {}
     if loss == "gce":
-        q = _check_real("q", loss_kw.get("q", 0.7))
-        if not 0.0 < q <= 1.0:
-            raise ValueError(f"q must be in (0, 1], got {q}")
-        kw["q"] = q
+        kw["q"] = check_range("q", loss_kw.get("q", 0.7), 0.0, 1.0, low_open=True)
     if loss == "focal":
-        gamma = _check_real("gamma", loss_kw.get("gamma", 0.5))
-        if gamma < 0:
-            raise ValueError(f"gamma must be >= 0, got {gamma}")
-        kw["gamma"] = gamma
+        kw["gamma"] = check_non_negative("gamma", loss_kw.get("gamma", 0.5))
     return kw
 
 
@@ -713,9 +705,7 @@ def elm_effective_margins(
         diagonal NaN ($c^* \neq y$).
     """
     m = ldam_margins(cls_num_list, max_m)
-    lam = _check_real("lam", lam)
-    if lam < 0:
-        raise ValueError(f"lam must be >= 0, got {lam}")
+    lam = check_non_negative("lam", lam)
     target = m[:, None] if use_target_margin else np.zeros((m.size, 1))
     eff = target - lam * m[None, :]
     np.fill_diagonal(eff, np.nan)
