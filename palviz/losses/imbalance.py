@@ -249,7 +249,21 @@ class FocalLoss(_WeightedLoss):
         return ((1.0 - p) ** self.gamma * ce).mean()
 
 
-class LDAMLoss(_WeightedLoss):
+class _LDAMMarginLoss(_WeightedLoss):
+    """Base of LDAM and ELM: LDAM's per-class margins (buffer ``margins``) and a scale ``s``."""
+
+    margins: Tensor
+
+    def __init__(self, cls_num_list: ClassCounts, max_m: float, s: float, weight: Weight) -> None:
+        margins = ldam_margins(cls_num_list, max_m)
+        super().__init__(weight, num_classes=len(margins))
+        self.num_classes = len(margins)
+        self.max_m = float(max_m)
+        self.s = check_positive("s", s)
+        self.register_buffer("margins", margins)
+
+
+class LDAMLoss(_LDAMMarginLoss):
     r"""Label-distribution-aware margin loss.
 
     .. math::
@@ -284,12 +298,7 @@ class LDAMLoss(_WeightedLoss):
         s: float = 30.0,
         weight: Weight = None,
     ) -> None:
-        margins = ldam_margins(cls_num_list, max_m)
-        super().__init__(weight, num_classes=len(margins))
-        self.num_classes = len(margins)
-        self.max_m = float(max_m)
-        self.s = check_positive("s", s)
-        self.register_buffer("margins", margins)
+        super().__init__(cls_num_list, max_m, s, weight)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         z, targets = prepare_inputs(logits, targets, self.num_classes)
@@ -301,7 +310,7 @@ class LDAMLoss(_WeightedLoss):
         return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
 
 
-class ELMLoss(_WeightedLoss):
+class ELMLoss(_LDAMMarginLoss):
     r"""Enlarged large margin loss (ELM), as published.
 
     With LDAM's margins :math:`m_j` and :math:`c^* = \arg\max_{j \ne y} z_j` (the strongest
@@ -358,14 +367,9 @@ class ELMLoss(_WeightedLoss):
         weight: Weight = None,
         use_target_margin: bool = True,
     ) -> None:
-        margins = ldam_margins(cls_num_list, max_m)
-        super().__init__(weight, num_classes=len(margins))
-        self.num_classes = len(margins)
-        self.max_m = float(max_m)
-        self.s = check_positive("s", s)
+        super().__init__(cls_num_list, max_m, s, weight)
         self.lam = check_real("lam", lam)
         self.use_target_margin = bool(use_target_margin)
-        self.register_buffer("margins", margins)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         z, targets = prepare_inputs(logits, targets, self.num_classes)
