@@ -1,41 +1,164 @@
-"""Argument checks shared by the modules: each raises before any work, with a message that
-names the argument, the value received and what is allowed (``scale must be > 0, got -1.0``)."""
+"""Argument checks shared by the modules: each raises before any work, with a message of one
+form, ``<name> must be <rule>, got <value>`` (``scale must be > 0, got -1.0``), naming the
+argument, the value received and what is allowed.
+
+A value of the wrong type raises :class:`ArgumentTypeError`, which is both a ``TypeError``
+and a ``ValueError``; a value of the right type outside the allowed set raises ``ValueError``.
+The helpers return the value converted to a plain Python type (``int``, ``float``, ``str``),
+so callers can write ``self.scale = check_positive("scale", scale)``.
+
+This module imports neither torch nor any other palviz module.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an ``int`` >= ``minimum`` (bools refused)."""
+__all__ = [
+    "DATASETS",
+    "ArgumentTypeError",
+    "check_bool",
+    "check_choice",
+    "check_class_counts",
+    "check_dataset",
+    "check_int",
+    "check_non_negative",
+    "check_num_classes",
+    "check_positive",
+    "check_probability",
+    "check_range",
+    "check_real",
+    "invalid",
+]
+
+#: The datasets palviz loads (:func:`palviz.data.load_dataset`).
+DATASETS: tuple[str, ...] = ("mnist1d", "digits", "mnist", "cifar10", "cifar100")
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong type: a ``TypeError`` that is also a ``ValueError``, so code
+    that catches either keeps working."""
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it: ``repr`` for Python values, a list for arrays."""
+    if hasattr(value, "detach"):  # torch.Tensor, without importing torch
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return repr(value.tolist())
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)
+
+
+def invalid(name: str, value: Any, rule: str) -> ValueError:
+    """The ``ValueError`` ``<name> must be <rule>, got <value>``, for a caller to raise."""
+    return ValueError(f"{name} must be {rule}, got {_shown(value)}")
+
+
+def _wrong_type(name: str, value: Any, rule: str) -> ArgumentTypeError:
+    return ArgumentTypeError(f"{name} must be {rule}, got {_shown(value)}")
+
+
+def check_int(name: str, value: Any, minimum: int | None = None) -> int:
+    """``value`` as an ``int`` (>= ``minimum`` if given); bools and floats refused."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise _wrong_type(name, value, "an integer")
+    if minimum is not None and value < minimum:
+        raise invalid(name, value, f">= {minimum}")
     return int(value)
 
 
 def check_real(name: str, value: Any) -> float:
     """``value`` as a finite ``float`` (bools refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
+        raise _wrong_type(name, value, "a real number")
     if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
+        raise invalid(name, value, "finite")
     return float(value)
 
 
 def check_positive(name: str, value: Any) -> float:
     """``value`` as a finite ``float`` > 0."""
-    value = check_real(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+    number = check_real(name, value)
+    if number <= 0:
+        raise invalid(name, value, "> 0")
+    return number
+
+
+def check_non_negative(name: str, value: Any) -> float:
+    """``value`` as a finite ``float`` >= 0."""
+    number = check_real(name, value)
+    if number < 0:
+        raise invalid(name, value, ">= 0")
+    return number
+
+
+def check_range(
+    name: str,
+    value: Any,
+    low: float,
+    high: float,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` as a finite ``float`` in the interval from ``low`` to ``high``, each end
+    closed unless ``low_open`` / ``high_open`` (``q must be in (0, 1], got 1.5``)."""
+    number = check_real(name, value)
+    above = number > low if low_open else number >= low
+    below = number < high if high_open else number <= high
+    if not (above and below):
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise invalid(name, value, f"in {interval}")
+    return number
+
+
+def check_probability(name: str, value: Any) -> float:
+    """``value`` as a ``float`` in ``[0, 1]`` (a rate, a probability)."""
+    return check_range(name, value, 0.0, 1.0)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise _wrong_type(name, value, "True or False")
     return value
 
 
-def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
     """``value`` if it is one of ``allowed``."""
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    if not isinstance(value, str | int | float | type(None)) or value not in allowed:
+        raise invalid(name, value, f"one of {list(allowed)}")
     return value
+
+
+def check_num_classes(value: Any, name: str = "num_classes") -> int:
+    """A number of classes: an ``int`` >= 2."""
+    return check_int(name, value, 2)
+
+
+def check_dataset(name: str, value: Any) -> str:
+    """One of :data:`DATASETS`."""
+    return check_choice(name, value, DATASETS)
+
+
+def check_class_counts(name: str, value: Any) -> np.ndarray:
+    """Training-set class counts (a sequence, array or tensor) as a float64 array of at least
+    2 entries, all finite and > 0."""
+    if hasattr(value, "detach"):  # torch.Tensor, without importing torch
+        value = value.detach().cpu().numpy()
+    try:
+        counts = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _wrong_type(name, value, "a sequence of class counts (numbers > 0)") from None
+    if counts.ndim != 1 or counts.size < 2:
+        raise invalid(name, value, "a 1-D sequence of the counts of at least 2 classes")
+    if not np.all(np.isfinite(counts)) or np.any(counts <= 0):
+        raise invalid(name, value, "counts > 0 for every class")
+    return counts

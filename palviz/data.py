@@ -30,6 +30,7 @@ import gzip
 import math
 import pickle
 import random
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from palviz.checks import (
+    DATASETS,
+    check_choice,
+    check_dataset,
+    check_int,
+    check_num_classes,
+    check_probability,
+    check_real,
+    invalid,
+)
 from palviz.files import data_dir, save_npz
 
 __all__ = [
@@ -54,8 +65,6 @@ __all__ = [
     "make_long_tailed",
     "normalize_images",
 ]
-
-DATASETS: tuple[str, ...] = ("mnist1d", "digits", "mnist", "cifar10", "cifar100")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,8 +209,8 @@ class BatchIterator:
     ) -> None:
         x = torch.as_tensor(x)
         y = torch.as_tensor(y)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        batch_size = check_int("batch_size", batch_size, 1)
+        pad = check_int("pad", pad, 0)
         if x.dim() < 2:
             raise ValueError(f"x must have shape N x ... (at least 2-D), got {tuple(x.shape)}")
         if y.dim() != 1:
@@ -212,8 +221,6 @@ class BatchIterator:
             raise ValueError(
                 f"augment=True needs N x C x H x W images, got x of shape {tuple(x.shape)}"
             )
-        if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
-            raise ValueError(f"pad must be an integer >= 0, got {pad!r}")
         self.device = _default_device(device)
         if x.dtype != torch.uint8:
             x = x.float()
@@ -344,18 +351,13 @@ class DatasetInfo:
     augment: bool
 
 
-def _check_name(name: str) -> None:
-    if name not in DATASETS:
-        raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
-
-
 def dataset_info(name: str) -> DatasetInfo:
     """The :class:`DatasetInfo` of ``name`` (one of :data:`DATASETS`).
 
     digits' mean and std are those of its training split (rounded to 4 decimals);
     CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
     """
-    _check_name(name)
+    check_dataset("name", name)
     if name == "mnist1d":
         return DatasetInfo(name, 10, "vector", (40,), None, None, False)
     if name == "digits":
@@ -396,9 +398,8 @@ def load_dataset(
         FileNotFoundError: MNIST / CIFAR files missing and ``download=False``; the message
             gives the command that fetches them.
     """
-    _check_name(name)
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be one of ('train', 'test'), got {split!r}")
+    check_dataset("name", name)
+    check_choice("split", split, ("train", "test"))
     root_path = Path(root).expanduser() if root is not None else data_dir()
     if name == "mnist1d":
         return _load_mnist1d(split, root_path)
@@ -557,12 +558,31 @@ def _load_mnist(
 # ---------------------------------------------------------------------------------------------
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+LONG_TAIL_SHAPES = ("exp", "step")
+
+
+def _long_tail_shape(shape: str, profile: str | None, stacklevel: int = 3) -> str:
+    """``shape``, or the deprecated ``profile=`` keyword that named it before."""
+    if profile is None:
+        return check_choice("shape", shape, LONG_TAIL_SHAPES)
+    warnings.warn(
+        "the profile= argument of the long-tail helpers is now shape= ('exp' or 'step'); "
+        "'profile' names the run size (smoke, quick, paper) everywhere else",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    if shape != "exp" and shape != profile:
+        raise invalid("profile", profile, f"left out when shape is given (shape={shape!r})")
+    return check_choice("profile", profile, LONG_TAIL_SHAPES)
 
 
 def long_tail_counts(
-    n_max: int, num_classes: int, imbalance_ratio: float, profile: str = "exp"
+    n_max: int,
+    num_classes: int,
+    imbalance_ratio: float,
+    shape: str = "exp",
+    *,
+    profile: str | None = None,
 ) -> list[int]:
     """Per-class sample counts of a long-tailed set (LDAM-DRW convention).
 
@@ -577,25 +597,18 @@ def long_tail_counts(
         n_max: samples of the largest class, ``>= 1``.
         num_classes: ``C >= 2``.
         imbalance_ratio: ``rho = n_max / n_min >= 1`` (1 gives a balanced set).
-        profile: ``"exp"`` or ``"step"``.
+        shape: ``"exp"`` or ``"step"``.
+        profile: the old name of ``shape``, deprecated (a ``DeprecationWarning``).
 
     Raises:
         ValueError: an argument out of range, or a ratio that would leave a class empty.
     """
-    if not _is_int(n_max) or n_max < 1:
-        raise ValueError(f"n_max must be an integer >= 1, got {n_max!r}")
-    if not _is_int(num_classes) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
-    if isinstance(imbalance_ratio, bool) or not isinstance(
-        imbalance_ratio, (int, float, np.integer, np.floating)
-    ):
-        raise ValueError(f"imbalance_ratio must be a number >= 1, got {imbalance_ratio!r}")
-    if not imbalance_ratio >= 1 or not math.isfinite(imbalance_ratio):
-        raise ValueError(f"imbalance_ratio must be a finite number >= 1, got {imbalance_ratio!r}")
-    if profile not in ("exp", "step"):
-        raise ValueError(f"profile must be one of ('exp', 'step'), got {profile!r}")
-    n_max, num_classes = int(n_max), int(num_classes)
-    if profile == "exp":
+    n_max = check_int("n_max", n_max, 1)
+    num_classes = check_num_classes(num_classes)
+    if check_real("imbalance_ratio", imbalance_ratio) < 1:
+        raise invalid("imbalance_ratio", imbalance_ratio, ">= 1")
+    shape = _long_tail_shape(shape, profile)
+    if shape == "exp":
         counts = [
             int(n_max * (1.0 / imbalance_ratio) ** (i / (num_classes - 1)))
             for i in range(num_classes)
@@ -676,9 +689,11 @@ def make_long_tailed(
     x: torch.Tensor | np.ndarray,
     y: torch.Tensor | np.ndarray,
     imbalance_ratio: float,
-    profile: str = "exp",
+    shape: str = "exp",
     seed: int = 0,
     n_max: int | None = None,
+    *,
+    profile: str | None = None,
 ) -> tuple[torch.Tensor | np.ndarray, torch.Tensor | np.ndarray, list[int]]:
     """A long-tailed subset of a balanced training split.
 
@@ -686,15 +701,17 @@ def make_long_tailed(
         x: ``[N, ...]`` samples.
         y: ``[N]`` labels in ``[0, C)``, ``C = max(y) + 1``.
         imbalance_ratio: ``rho = n_max / n_min``.
-        profile: ``"exp"`` or ``"step"`` (see :func:`long_tail_counts`).
+        shape: ``"exp"`` or ``"step"`` (see :func:`long_tail_counts`).
         seed: the seed of the per-class draw (see :func:`long_tail_indices`).
         n_max: samples of the head class; default the smallest per-class count of ``y``, so
             every class can supply its share (REFERENCE.md 1, embedded data).
+        profile: the old name of ``shape``, deprecated (a ``DeprecationWarning``).
 
     Returns:
         ``(x_lt, y_lt, counts)``: the subset (same type as the inputs, in the original order)
         and the per-class counts, class 0 the head.
     """
+    shape = _long_tail_shape(shape, profile)
     y_np = _as_label_array(y, "y")
     if len(x) != len(y_np):
         raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y_np)}")
@@ -703,7 +720,7 @@ def make_long_tailed(
     per_class = np.bincount(y_np)
     if n_max is None:
         n_max = int(per_class.min())
-    counts = long_tail_counts(n_max, len(per_class), imbalance_ratio, profile)
+    counts = long_tail_counts(n_max, len(per_class), imbalance_ratio, shape)
     idx = long_tail_indices(y_np, counts, seed)
     if isinstance(x, torch.Tensor):
         x_lt = x[torch.from_numpy(idx).to(x.device)]
@@ -738,21 +755,12 @@ ASYMMETRIC_MAPS: dict[str, dict[int, int]] = {
 def asymmetric_map(dataset: str, num_classes: int | None = None) -> dict[int, int]:
     """The asymmetric-noise map of ``dataset`` (a copy of ``ASYMMETRIC_MAPS[dataset]``),
     source class -> noisy class. ``num_classes``, if given, must cover every id in the map."""
-    _check_dataset_arg(dataset)
+    check_dataset("dataset", dataset)
     mapping = dict(ASYMMETRIC_MAPS[dataset])
     if num_classes is not None:
         needed = max(max(mapping), max(mapping.values())) + 1
-        if not _is_int(num_classes) or num_classes < needed:
-            raise ValueError(
-                f"num_classes must be an integer >= {needed} for the {dataset} map, "
-                f"got {num_classes!r}"
-            )
+        check_int(f"num_classes (for the {dataset} map)", num_classes, needed)
     return mapping
-
-
-def _check_dataset_arg(dataset: object) -> None:
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
 
 
 def add_label_noise(
@@ -784,14 +792,10 @@ def add_label_noise(
     Returns:
         ``[N]`` int64 NumPy array of noisy labels.
     """
-    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)):
-        raise ValueError(f"rate must be a number in [0, 1], got {rate!r}")
-    if not 0.0 <= float(rate) <= 1.0:
-        raise ValueError(f"rate must be in [0, 1], got {rate!r}")
-    if kind not in ("symmetric", "asymmetric"):
-        raise ValueError(f"kind must be one of ('symmetric', 'asymmetric'), got {kind!r}")
+    check_probability("rate", rate)
+    check_choice("kind", kind, ("symmetric", "asymmetric"))
     if dataset is not None:
-        _check_dataset_arg(dataset)
+        check_dataset("dataset", dataset)
     elif kind == "asymmetric":
         raise ValueError(
             f"dataset must be given for kind='asymmetric' (it picks the class map), one of "
@@ -803,8 +807,7 @@ def add_label_noise(
             num_classes = _NUM_CLASSES[dataset]
         else:
             num_classes = int(clean.max()) + 1 if clean.size else 1
-    if not _is_int(num_classes) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
+    num_classes = check_num_classes(num_classes)
     if clean.size and (clean.min() < 0 or clean.max() >= num_classes):
         raise ValueError(
             f"targets must lie in [0, {num_classes}) (num_classes), "

@@ -40,9 +40,7 @@ which exists when $d \geq k - 1$. `simplex_prototypes` builds it in two ways:
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -53,6 +51,8 @@ import torch.nn.functional as F
 from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_positive as _check_positive
+from palviz.metrics import simplex_error
+from palviz.threads import single_thread
 
 __all__ = [
     "HEAD_KINDS",
@@ -93,27 +93,6 @@ def _check_features(z: torch.Tensor, in_features: int) -> None:
 # ----------------------------------------------------------------------------------------------
 # simplex prototypes
 # ----------------------------------------------------------------------------------------------
-def _max_cosine_error(w: torch.Tensor) -> float:
-    r"""$\max_{i \neq j} |\hat w_i^\top \hat w_j + 1/(k-1)|$ for `w` of shape `[k, d]`."""
-    k = w.shape[0]
-    wn = F.normalize(w.detach().double(), dim=1)
-    cos = wn @ wn.T
-    off = ~torch.eye(k, dtype=torch.bool)
-    return float((cos[off] + 1.0 / (k - 1)).abs().max())
-
-
-@contextlib.contextmanager
-def _single_thread() -> Iterator[None]:
-    # The matrices are tiny (k x d); extra threads only add synchronisation, and on a busy
-    # machine oversubscription makes the loop many times slower.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 def _l0_loss_and_grad(X: torch.Tensor, k: int, s: float) -> tuple[torch.Tensor, torch.Tensor]:
     r"""$L_0$ and its gradient for stacked `X = [z; w]` of shape `[2k, d]` (labels $y_i = i$).
 
@@ -211,7 +190,7 @@ def optimize_prototypes(
     beta1, beta2, eps = 0.9, 0.999, 1e-8
     simplex_exists = d >= k - 1
     previous_loss = math.inf
-    with _single_thread():
+    with single_thread():
         for step in range(1, steps + 1):
             loss, grad = _l0_loss_and_grad(X, k, s)
             if optimizer == "sgd":
@@ -225,7 +204,7 @@ def optimize_prototypes(
                 X.addcdiv_(m, denom, value=-lr / (1 - beta1**step))
             if step % record_every == 0 or step == steps:
                 value = float(loss)
-                err = _max_cosine_error(X[k:])
+                err = simplex_error(X[k:].double().numpy(), cosines=False)
                 history["step"].append(float(step))
                 history["loss"].append(value)
                 history["max_cosine_error"].append(err)

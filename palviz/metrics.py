@@ -20,10 +20,11 @@ heads' `prototypes`).
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
+
+from palviz.checks import check_num_classes, check_real, invalid
 
 __all__ = [
     "SHOT_GROUPS",
@@ -38,6 +39,7 @@ __all__ = [
     "sample_margins",
     "shot_group_accuracy",
     "shot_groups",
+    "simplex_error",
     "transition_matrix",
     "weight_norms",
 ]
@@ -52,14 +54,6 @@ def _to_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):  # torch.Tensor, without importing torch
         x = x.detach().cpu().numpy()
     return np.asarray(x)
-
-
-def _check_num_classes(num_classes: Any) -> int:
-    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
-        raise TypeError(f"num_classes must be an integer, got {num_classes!r}")
-    if num_classes < 2:
-        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
-    return int(num_classes)
 
 
 def _labels(name: str, x: Any, num_classes: int | None = None) -> np.ndarray:
@@ -132,7 +126,7 @@ def per_class_accuracy(logits_or_preds: Any, targets: Any, num_classes: int) -> 
     Returns:
         float64 array `[num_classes]` in $[0, 1]$; NaN for a class with no sample.
     """
-    k = _check_num_classes(num_classes)
+    k = check_num_classes(num_classes)
     y = _labels("targets", targets, k)
     x = _to_numpy(logits_or_preds)
     if x.ndim == 2:
@@ -155,11 +149,9 @@ def shot_groups(train_counts: Any, many: int = 100, few: int = 20) -> dict[str, 
         raise ValueError(f"train_counts must be a non-empty 1-D array, got shape {n.shape}")
     if np.any(n < 0):
         raise ValueError(f"train_counts must be >= 0, got minimum {n.min()}")
-    for name, value in (("many", many), ("few", few)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-    if few > many:
-        raise ValueError(f"few must be <= many, got few={few}, many={many}")
+    check_real("many", many)
+    if check_real("few", few) > many:
+        raise invalid("few", few, f"<= many ({many})")
     idx = np.arange(n.size)
     return {
         "many": idx[n > many],
@@ -259,6 +251,34 @@ def mean_pairwise_cosine(W: Any, classes: Any = None) -> float:
     return float(sub[~np.eye(idx.size, dtype=bool)].mean())
 
 
+def simplex_error(W_or_cosines: Any, *, cosines: bool | None = None) -> float:
+    r"""$\max_{i < j} |\hat w_i^\top \hat w_j + \frac{1}{k-1}|$: how far the class vectors are
+    from a regular simplex (0 for the simplex, which needs $d \geq k - 1$).
+
+    Args:
+        W_or_cosines: class vectors `W` `[k, d]` (rows; normalised here), or their pairwise
+            cosines `[k, k]` (as :func:`prototype_cosines` returns).
+        cosines: whether the argument is a cosine matrix; ``None`` takes a square, symmetric
+            matrix with unit diagonal and entries in $[-1, 1]$ as one.
+    """
+    a = _prototypes(W_or_cosines)
+    k = a.shape[0]
+    if cosines is None:
+        cosines = (
+            a.shape == (k, k)
+            and np.allclose(a, a.T, rtol=0.0, atol=1e-12)
+            and np.allclose(np.diag(a), 1.0, rtol=0.0, atol=1e-6)
+            and bool(np.all(np.abs(a) <= 1.0 + 1e-12))
+        )
+    elif not isinstance(cosines, bool):
+        raise TypeError(f"cosines must be None, True or False, got {cosines!r}")
+    if cosines and a.shape != (k, k):
+        raise ValueError(f"W_or_cosines must be a square cosine matrix, got shape {a.shape}")
+    cos = a if cosines else prototype_cosines(a)
+    upper = np.triu_indices(k, 1)
+    return float(np.max(np.abs(cos[upper] + 1.0 / (k - 1))))
+
+
 def weight_norms(W: Any) -> np.ndarray:
     r"""$\|w_c\|_2$ for every class: float64 array `[k]`."""
     return np.linalg.norm(_prototypes(W), axis=1)
@@ -275,7 +295,7 @@ def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np
     Returns:
         float64 array `[num_classes]`; NaN for a class with no sample.
     """
-    k = _check_num_classes(num_classes)
+    k = check_num_classes(num_classes)
     y = _labels("targets", targets, k)
     f = _matrix("features", features, rows=y.shape[0])
     return _per_class_mean(np.linalg.norm(f, axis=1), y, k)
@@ -331,7 +351,7 @@ def mean_confidence_per_class(logits: Any, targets: Any, num_classes: int) -> np
     Returns:
         float64 array `[num_classes]`; NaN for a class with no sample.
     """
-    k = _check_num_classes(num_classes)
+    k = check_num_classes(num_classes)
     z, y = _logits_and_targets(logits, targets, k)
     # max_j softmax(z)_j = 1 / sum_j exp(z_j - max z)
     conf = 1.0 / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)
@@ -347,7 +367,7 @@ def confusion_matrix(targets: Any, preds: Any, num_classes: int) -> np.ndarray:
     Returns:
         int64 array `[num_classes, num_classes]`.
     """
-    k = _check_num_classes(num_classes)
+    k = check_num_classes(num_classes)
     y = _labels("targets", targets, k)
     p = _labels("preds", preds, k)
     _same_length("targets", y, "preds", p)

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from palviz.checks import check_choice, check_int, check_num_classes
 from palviz.heads import make_head
 
 __all__ = ["ARCHS", "Classifier", "make_model"]
@@ -391,13 +392,9 @@ def make_model(
     Returns:
         A :class:`Classifier` mapping inputs to ``[batch_size, num_classes]`` logits.
     """
-    if arch not in _BACKBONES:
-        raise ValueError(f"arch must be one of {', '.join(ARCHS)}; got {arch!r}")
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
+    check_choice("arch", arch, ARCHS)
+    num_classes = check_num_classes(num_classes)
     build, feat_dim, default_channels = _BACKBONES[arch]
-    channels = default_channels if in_channels is None else in_channels
-    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-        raise ValueError(f"in_channels must be an integer >= 1 or None, got {in_channels!r}")
+    channels = default_channels if in_channels is None else check_int("in_channels", in_channels, 1)
     backbone = build(channels)
     return Classifier(backbone, make_head(head, feat_dim, num_classes, **head_kw), feat_dim)

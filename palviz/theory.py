@@ -25,9 +25,8 @@ Everything is computed in float64 and returned as Python floats or NumPy arrays.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,9 +35,11 @@ import torch.nn.functional as F
 
 from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
+from palviz.checks import check_non_negative, check_probability, check_range
 from palviz.checks import check_positive as _check_positive
-from palviz.checks import check_real as _check_real
 from palviz.heads import simplex_prototypes
+from palviz.losses import ldam_margins as _ldam_margins
+from palviz.threads import single_thread
 
 __all__ = [
     "FEATURE_CONSTRAINTS",
@@ -75,28 +76,6 @@ def _as_float64(name: str, x: Any) -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return t
-
-
-@contextlib.contextmanager
-def _single_thread() -> Iterator[None]:
-    # small matrices: extra threads only add synchronisation (and oversubscribe a busy CPU)
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
-def _check_counts(cls_num_list: Sequence[int]) -> np.ndarray:
-    n = np.asarray(cls_num_list, dtype=np.float64)
-    if n.ndim != 1 or n.size < 2:
-        raise ValueError(
-            f"cls_num_list must be a 1-D list of at least 2 class counts, got shape {n.shape}"
-        )
-    if not np.all(n > 0):
-        raise ValueError(f"cls_num_list must hold counts > 0, got {list(cls_num_list)}")
-    return n
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,9 +120,7 @@ def lipschitz_normalized_unanchored_lower_bound(num_classes: int, B: float) -> f
 def noise_aware_scale(eta: float) -> float:
     r"""FNPAL's noise-aware scale for CE and SCE, $s = \frac{0.25}{0.05 + \eta}$ ($\eta$ = noise
     rate): a smaller $s$ (smaller $B$, smaller $\lambda_{\text{PAL}}$) for noisier labels."""
-    eta = _check_real("eta", eta)
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError(f"eta must be in [0, 1], got {eta}")
+    eta = check_probability("eta", eta)
     return 0.25 / (0.05 + eta)
 
 
@@ -174,15 +151,9 @@ def _check_loss(loss: str, loss_kw: dict[str, Any]) -> dict[str, Any]:
         )
     kw: dict[str, Any] = {}
     if loss == "gce":
-        q = _check_real("q", loss_kw.get("q", 0.7))
-        if not 0.0 < q <= 1.0:
-            raise ValueError(f"q must be in (0, 1], got {q}")
-        kw["q"] = q
+        kw["q"] = check_range("q", loss_kw.get("q", 0.7), 0.0, 1.0, low_open=True)
     if loss == "focal":
-        gamma = _check_real("gamma", loss_kw.get("gamma", 0.5))
-        if gamma < 0:
-            raise ValueError(f"gamma must be >= 0, got {gamma}")
-        kw["gamma"] = gamma
+        kw["gamma"] = check_non_negative("gamma", loss_kw.get("gamma", 0.5))
     return kw
 
 
@@ -258,7 +229,7 @@ def _ascent(
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     best = -math.inf
-    with _single_thread():
+    with single_thread():
         for _ in range(steps):
             opt.zero_grad(set_to_none=True)
             values = objective()
@@ -498,7 +469,7 @@ def _solve_layer_peeled_batch(
         total.backward()
         return total
 
-    with _single_thread():
+    with single_thread():
         opt.step(closure)
 
     with torch.no_grad():
@@ -703,15 +674,13 @@ def minority_collapse_sweep(
 # ----------------------------------------------------------------------------------------------
 def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
     r"""LDAM's per-class margins $\Delta_j = C / n_j^{1/4}$ with $C$ chosen so that
-    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin).
+    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin):
+    :func:`palviz.losses.ldam_margins` in float64, as NumPy.
 
     Returns:
         float64 array `[num_classes]`.
     """
-    n = _check_counts(cls_num_list)
-    max_m = _check_positive("max_m", max_m)
-    m = n**-0.25
-    return m * (max_m / m.max())
+    return _ldam_margins(cls_num_list, max_m, dtype=torch.float64).numpy()
 
 
 def elm_effective_margins(
@@ -736,9 +705,7 @@ def elm_effective_margins(
         diagonal NaN ($c^* \neq y$).
     """
     m = ldam_margins(cls_num_list, max_m)
-    lam = _check_real("lam", lam)
-    if lam < 0:
-        raise ValueError(f"lam must be >= 0, got {lam}")
+    lam = check_non_negative("lam", lam)
     target = m[:, None] if use_target_margin else np.zeros((m.size, 1))
     eff = target - lam * m[None, :]
     np.fill_diagonal(eff, np.nan)

@@ -39,12 +39,22 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from palviz.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_range,
+    check_real,
+    invalid,
+)
 from palviz.data import BatchIterator
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
 from palviz.metrics import min_prototype_angle
 
-__all__ = ["RunRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
+__all__ = ["FitRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
 
 SCHEDULES = ("multistep", "cosine", "constant")
 CHECKPOINT_FORMAT = 1
@@ -56,39 +66,35 @@ _RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last"
 # --------------------------------------------------------------------------- config
 
 
-def _fail(name: str, value: Any, allowed: str) -> None:
-    raise ValueError(f"TrainConfig.{name} must be {allowed}, got {value!r}")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return (
-        isinstance(value, (int, float, np.integer, np.floating))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:
-        _fail(name, value, f"an integer >= {minimum}")
-
-
-def _check_real(name: str, value: Any, low: float, *, strict: bool = False) -> None:
-    if not _is_real(value) or value < low or (strict and value == low):
-        _fail(name, value, f"a finite number {'>' if strict else '>='} {low}")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(name, value, "True or False")
-
-
 def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
+
+
+def _tuple_of(field: str, value: Any, check: Any, rule: str, *, empty: bool = True) -> tuple:
+    """``value`` as a tuple whose every item passes ``check(name, item)``, else ``rule``."""
+    name = f"TrainConfig.{field}"
+    if not isinstance(value, tuple) or (not value and not empty):
+        raise invalid(name, value, rule)
+    try:
+        return tuple(check(name, v) for v in value)
+    except ValueError:
+        raise invalid(name, value, rule) from None
+
+
+def _milestone(name: str, value: Any) -> int:
+    return check_int(name, value, 1)
+
+
+def _check_device(device: Any) -> None:
+    if not isinstance(device, str):
+        raise invalid("TrainConfig.device", device, "a string: 'auto', 'cpu', 'cuda:0', ...")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise invalid(
+                "TrainConfig.device", device, "'auto' or a torch device name ('cpu', 'cuda:0')"
+            ) from None
 
 
 @dataclass
@@ -156,86 +162,58 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        # Lists (from JSON) become tuples, so equal configs compare equal.
+        # Lists (from JSON) become tuples, so equal configs compare equal; every number
+        # becomes a plain Python int or float, so the config is JSON-ready.
         for name in ("milestones", "lr_factors", "mean", "std"):
             setattr(self, name, _as_tuple(getattr(self, name)))
-        _check_int("epochs", self.epochs, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_real("lr", self.lr, 0.0, strict=True)
-        _check_real("momentum", self.momentum, 0.0)
-        if self.momentum >= 1:
-            _fail("momentum", self.momentum, "in [0, 1)")
-        _check_bool("nesterov", self.nesterov)
+        f = "TrainConfig.{}".format
+        self.epochs = check_int(f("epochs"), self.epochs, 1)
+        self.batch_size = check_int(f("batch_size"), self.batch_size, 1)
+        self.lr = check_positive(f("lr"), self.lr)
+        self.momentum = check_range(f("momentum"), self.momentum, 0.0, 1.0, high_open=True)
+        self.nesterov = check_bool(f("nesterov"), self.nesterov)
         if self.nesterov and self.momentum == 0:
-            _fail("momentum", self.momentum, "> 0 when nesterov=True")
-        _check_real("weight_decay", self.weight_decay, 0.0)
-        if self.schedule not in SCHEDULES:
-            _fail("schedule", self.schedule, f"one of {', '.join(map(repr, SCHEDULES))}")
-        if not isinstance(self.milestones, tuple) or not all(
-            _is_int(m) and m >= 1 for m in self.milestones
-        ):
-            _fail("milestones", self.milestones, "a tuple of integers >= 1")
-        if any(a >= b for a, b in zip(self.milestones[:-1], self.milestones[1:], strict=True)):
-            _fail("milestones", self.milestones, "strictly increasing")
-        _check_real("gamma", self.gamma, 0.0, strict=True)
+            raise invalid(f("momentum"), self.momentum, "> 0 when nesterov=True")
+        self.weight_decay = check_non_negative(f("weight_decay"), self.weight_decay)
+        self.schedule = check_choice(f("schedule"), self.schedule, SCHEDULES)
+        ms = _tuple_of("milestones", self.milestones, _milestone, "a tuple of integers >= 1")
+        if any(a >= b for a, b in zip(ms[:-1], ms[1:], strict=True)):
+            raise invalid(f("milestones"), ms, "strictly increasing")
+        self.milestones = ms
+        self.gamma = check_positive(f("gamma"), self.gamma)
         if self.lr_factors is not None:
-            if not isinstance(self.lr_factors, tuple) or not all(
-                _is_real(f) and f > 0 for f in self.lr_factors
-            ):
-                _fail("lr_factors", self.lr_factors, "None or a tuple of numbers > 0")
-            if len(self.lr_factors) != len(self.milestones):
-                _fail(
-                    "lr_factors",
-                    self.lr_factors,
-                    f"one factor per milestone ({len(self.milestones)}: {self.milestones})",
-                )
-        _check_int("warmup_epochs", self.warmup_epochs, 0)
-        _check_real("eta_min", self.eta_min, 0.0)
+            rule = "None or a tuple of numbers > 0"
+            self.lr_factors = _tuple_of("lr_factors", self.lr_factors, check_positive, rule)
+            if len(self.lr_factors) != len(ms):
+                rule = f"one factor per milestone ({len(ms)}: {ms})"
+                raise invalid(f("lr_factors"), self.lr_factors, rule)
+        self.warmup_epochs = check_int(f("warmup_epochs"), self.warmup_epochs, 0)
+        self.eta_min = check_non_negative(f("eta_min"), self.eta_min)
         if self.eta_min > self.lr:
-            _fail("eta_min", self.eta_min, f"<= lr ({self.lr})")
+            raise invalid(f("eta_min"), self.eta_min, f"<= lr ({self.lr})")
         if self.drw_epoch is not None:
-            _check_int("drw_epoch", self.drw_epoch, 0)
-        _check_real("cb_beta", self.cb_beta, 0.0)
-        if self.cb_beta >= 1:
-            _fail("cb_beta", self.cb_beta, "in [0, 1)")
+            self.drw_epoch = check_int(f("drw_epoch"), self.drw_epoch, 0)
+        self.cb_beta = check_range(f("cb_beta"), self.cb_beta, 0.0, 1.0, high_open=True)
         if self.grad_clip is not None:
-            _check_real("grad_clip", self.grad_clip, 0.0, strict=True)
-        _check_bool("augment", self.augment)
+            self.grad_clip = check_positive(f("grad_clip"), self.grad_clip)
+        self.augment = check_bool(f("augment"), self.augment)
+        rule = "None or a non-empty tuple of numbers (one per channel)"
         for name in ("mean", "std"):
-            value = getattr(self, name)
-            if value is not None and (
-                not isinstance(value, tuple) or not value or not all(map(_is_real, value))
-            ):
-                _fail(name, value, "None or a non-empty tuple of numbers (one per channel)")
+            if getattr(self, name) is not None:
+                value = _tuple_of(name, getattr(self, name), check_real, rule, empty=False)
+                setattr(self, name, value)
         if (self.mean is None) != (self.std is None):
-            _fail("std", self.std, f"given together with mean (mean={self.mean!r})")
+            raise invalid(f("std"), self.std, f"given together with mean (mean={self.mean!r})")
         if self.mean is not None and len(self.mean) != len(self.std):
-            _fail("std", self.std, f"as long as mean ({len(self.mean)} values)")
+            raise invalid(f("std"), self.std, f"as long as mean ({len(self.mean)} values)")
         if self.std is not None and min(self.std) <= 0:
-            _fail("std", self.std, "all > 0")
-        _check_bool("amp", self.amp)
-        _check_bool("channels_last", self.channels_last)
-        _check_int("seed", self.seed, 0)
-        if not isinstance(self.device, str):
-            _fail("device", self.device, "a string: 'auto', 'cpu', 'cuda', 'cuda:0', ...")
-        if self.device != "auto":
-            try:
-                torch.device(self.device)
-            except RuntimeError:
-                _fail("device", self.device, "'auto' or a torch device name ('cpu', 'cuda:0')")
-        _check_int("eval_every", self.eval_every, 0)
-        _check_bool("progress", self.progress)
-        # Plain Python numbers (not numpy's), so the config is JSON-ready and compares equal.
-        for name in ("epochs", "batch_size", "warmup_epochs", "drw_epoch", "seed", "eval_every"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else int(value))
-        for name in ("lr", "momentum", "weight_decay", "gamma", "eta_min", "cb_beta", "grad_clip"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else float(value))
-        self.milestones = tuple(int(m) for m in self.milestones)
-        for name in ("lr_factors", "mean", "std"):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else tuple(float(v) for v in value))
+            raise invalid(f("std"), self.std, "all > 0")
+        self.amp = check_bool(f("amp"), self.amp)
+        self.channels_last = check_bool(f("channels_last"), self.channels_last)
+        self.seed = check_int(f("seed"), self.seed, 0)
+        _check_device(self.device)
+        self.eval_every = check_int(f("eval_every"), self.eval_every, 0)
+        self.progress = check_bool(f("progress"), self.progress)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain data (tuples become lists)."""
@@ -276,8 +254,9 @@ def learning_rate(config: TrainConfig, epoch: int) -> float:
 
 
 @dataclass
-class RunRecord:
-    """What :func:`fit` returns.
+class FitRecord:
+    """What :func:`fit` returns: one training run's history (not the run cache's
+    :class:`palviz.experiments.RunResult`: a finished run's spec, metrics and folder).
 
     Attributes:
         config: the :class:`TrainConfig` as a dict.
@@ -419,18 +398,204 @@ def evaluate(
 
 
 def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
+    """``saved`` (a checkpoint) must be of :data:`CHECKPOINT_FORMAT` and written with
+    ``config`` (up to the fields of ``_RESUMABLE_CHANGES``)."""
+    found = saved.get("format")
+    if found != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"cannot resume from {path}: it is a checkpoint of format {found!r}, this version "
+            f"of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train without resume"
+        )
+    saved_config = saved["config"]
     current = config.to_dict()
     changed = sorted(
         k
-        for k in set(saved) | set(current)
-        if k not in _RESUMABLE_CHANGES and saved.get(k) != current.get(k)
+        for k in set(saved_config) | set(current)
+        if k not in _RESUMABLE_CHANGES and saved_config.get(k) != current.get(k)
     )
     if changed:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        detail = ", ".join(f"{k}: {saved_config.get(k)!r} -> {current.get(k)!r}" for k in changed)
         raise ValueError(
             f"cannot resume from {path}: it was written by a run with another config ({detail}); "
             f"only {', '.join(_RESUMABLE_CHANGES)} may change"
         )
+
+
+def _drw_weights(
+    model: nn.Module, loss_fn: nn.Module, config: TrainConfig, cls_num_list: list[int] | None
+) -> torch.Tensor | None:
+    """The class-balanced weights DRW switches to (``None`` without DRW), checked up front."""
+    if config.drw_epoch is None:
+        return None
+    if cls_num_list is None:
+        raise ValueError(
+            f"TrainConfig.drw_epoch={config.drw_epoch} needs cls_num_list (the training "
+            "count of each class) for the class-balanced weights; got cls_num_list=None"
+        )
+    if not hasattr(loss_fn, "weight"):
+        raise ValueError(
+            f"DRW sets loss_fn.weight, but {type(loss_fn).__name__} has no weight attribute"
+        )
+    cb_weights = class_balanced_weights(cls_num_list, config.cb_beta)
+    prototypes = getattr(getattr(model, "head", None), "prototypes", None)
+    if prototypes is not None and len(cb_weights) != len(prototypes):
+        raise ValueError(
+            f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
+        )
+    return cb_weights
+
+
+@dataclass
+class _Loop:
+    """What the epochs of one :func:`fit` call share."""
+
+    model: nn.Module
+    loss_fn: nn.Module
+    config: TrainConfig
+    device: torch.device
+    use_amp: bool
+    channels_last: bool
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    cb_weights: torch.Tensor | None
+
+
+def _make_loop(
+    model: nn.Module,
+    loss_fn: nn.Module,
+    config: TrainConfig,
+    device: torch.device,
+    channels_last: bool,
+    cb_weights: torch.Tensor | None,
+) -> _Loop:
+    """SGD, and a gradient scaler that is active with AMP on CUDA only."""
+    use_amp = config.amp and device.type == "cuda"
+    sgd = {"momentum": config.momentum, "nesterov": config.nesterov}
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, **sgd
+    )
+    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    weights = None if cb_weights is None else cb_weights.to(device)
+    return _Loop(model, loss_fn, config, device, use_amp, channels_last, optimizer, scaler, weights)
+
+
+def _start_epoch(loop: _Loop, epoch: int) -> float:
+    """Seed, learning rate and DRW weights of ``epoch``, all functions of ``epoch`` only;
+    returns the learning rate."""
+    torch.manual_seed(_epoch_seed(loop.config.seed, epoch))  # model-side randomness, if any
+    lr = learning_rate(loop.config, epoch)
+    for group in loop.optimizer.param_groups:
+        group["lr"] = lr
+    if loop.cb_weights is not None:
+        # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
+        loop.loss_fn.weight = loop.cb_weights if epoch >= loop.config.drw_epoch else None
+    return lr
+
+
+def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float, float]:
+    """One optimiser step per batch of ``epoch``; returns the mean training loss and accuracy."""
+    model, optimizer, scaler, config = loop.model, loop.optimizer, loop.scaler, loop.config
+    model.train()
+    loss_sum = torch.zeros((), device=loop.device)
+    correct = torch.zeros((), dtype=torch.long, device=loop.device)
+    for xb, yb in batches.epoch(epoch):
+        if loop.channels_last:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(loop.device.type, enabled=loop.use_amp):
+            logits = model(xb)
+            loss = loop.loss_fn(logits, yb)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if config.grad_clip is not None:
+            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+        # summed on the device: no host sync per batch
+        loss_sum += loss.detach().float() * len(yb)
+        correct += (logits.detach().argmax(1) == yb).sum()
+    n = batches.num_samples
+    return loss_sum.item() / n, correct.item() / n
+
+
+def _evaluates(config: TrainConfig, epoch: int) -> bool:
+    """Whether ``epoch`` is evaluated: every ``eval_every`` epochs, and always the last."""
+    last = epoch == config.epochs - 1
+    return last or bool(config.eval_every and (epoch + 1) % config.eval_every == 0)
+
+
+def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
+    """``test_acc``, ``per_class_acc`` and, for a head with prototypes, their minimum angle."""
+    result = _evaluate(loop.model, batches, amp=loop.use_amp, keep_outputs=False)
+    row: dict[str, Any] = {
+        "test_acc": result["acc"],
+        "per_class_acc": _nan_to_none(result["per_class_acc"]),
+    }
+    prototypes = getattr(getattr(loop.model, "head", None), "prototypes", None)
+    if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
+        row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
+    return row
+
+
+def _save_checkpoint(
+    path: str | os.PathLike, loop: _Loop, epoch: int, history: list[dict], seconds: float
+) -> None:
+    save_torch(
+        path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "model": loop.model.state_dict(),
+            "optimizer": loop.optimizer.state_dict(),
+            "scaler": loop.scaler.state_dict(),
+            "epoch": epoch,
+            "history": history,
+            "config": loop.config.to_dict(),
+            "seconds": seconds,
+        },
+    )
+
+
+def _resume(path: str | os.PathLike, loop: _Loop) -> tuple[int, list[dict[str, Any]], float]:
+    """Load the checkpoint at ``path`` into the loop's model, optimiser and scaler; returns
+    the first epoch still to train, the history so far and the seconds spent."""
+    state = torch.load(path, map_location=loop.device, weights_only=True)
+    _check_resumable(state, loop.config, Path(path))
+    loop.model.load_state_dict(state["model"])
+    loop.optimizer.load_state_dict(state["optimizer"])
+    loop.scaler.load_state_dict(state["scaler"])
+    return state["epoch"] + 1, state["history"], state["seconds"]
+
+
+def _progress_bar(config: TrainConfig, start: int) -> tqdm:
+    return tqdm(
+        range(start, config.epochs),
+        initial=start,
+        total=config.epochs,
+        desc="fit",
+        unit="epoch",
+        disable=not config.progress,
+    )
+
+
+def _show(bar: tqdm, row: dict[str, Any]) -> None:
+    postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
+    if "test_acc" in row:
+        postfix["test"] = f"{row['test_acc']:.3f}"
+    bar.set_postfix(postfix)
+
+
+def _record(config: TrainConfig, history: list[dict[str, Any]], seconds: float) -> FitRecord:
+    evaluated = [r for r in history if "test_acc" in r]
+    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
+    return FitRecord(
+        config=config.to_dict(),
+        history=history,
+        final=dict(history[-1]),
+        last_acc=history[-1].get("test_acc"),
+        best_acc=None if best is None else best["test_acc"],
+        best_epoch=None if best is None else best["epoch"],
+        seconds=seconds,
+    )
 
 
 # --------------------------------------------------------------------------- fit
@@ -446,7 +611,7 @@ def fit(
     cls_num_list: list[int] | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     resume: bool = False,
-) -> RunRecord:
+) -> FitRecord:
     """Train ``model`` in place with ``loss_fn`` on ``train`` and return the run's record.
 
     Args:
@@ -466,7 +631,7 @@ def fit(
             does not.
 
     Returns:
-        A :class:`RunRecord`.
+        A :class:`FitRecord`.
     """
     config = TrainConfig() if config is None else config
     # -- 0. every check before any work
@@ -476,35 +641,16 @@ def fit(
     test = None if test is None else _split("test", test)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs a checkpoint_path")
-    cb_weights = None
-    if config.drw_epoch is not None:
-        if cls_num_list is None:
-            raise ValueError(
-                f"TrainConfig.drw_epoch={config.drw_epoch} needs cls_num_list (the training "
-                "count of each class) for the class-balanced weights; got cls_num_list=None"
-            )
-        if not hasattr(loss_fn, "weight"):
-            raise ValueError(
-                f"DRW sets loss_fn.weight, but {type(loss_fn).__name__} has no weight attribute"
-            )
-        cb_weights = class_balanced_weights(cls_num_list, config.cb_beta)
-        prototypes = getattr(getattr(model, "head", None), "prototypes", None)
-        if prototypes is not None and len(cb_weights) != len(prototypes):
-            raise ValueError(
-                f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
-            )
+    cb_weights = _drw_weights(model, loss_fn, config, cls_num_list)
 
     # -- 1. device, data, optimiser
     device = resolve_device(config.device)
-    use_amp = config.amp and device.type == "cuda"
     channels_last = config.channels_last and x.dim() == 4
     model.to(device)
     if channels_last:
         model.to(memory_format=torch.channels_last)
     if isinstance(loss_fn, nn.Module):
         loss_fn.to(device)
-    if cb_weights is not None:
-        cb_weights = cb_weights.to(device)
     stats = {"mean": config.mean, "std": config.std, "device": device}
     train_batches = BatchIterator(
         x, y, config.batch_size, shuffle=True, augment=config.augment, seed=config.seed, **stats
@@ -512,113 +658,34 @@ def fit(
     test_batches = None
     if test is not None:
         test_batches = BatchIterator(*test, _eval_batch_size(device), shuffle=False, **stats)
-    optimizer = torch.optim.SGD(
-        model.parameters(),
-        lr=config.lr,
-        momentum=config.momentum,
-        nesterov=config.nesterov,
-        weight_decay=config.weight_decay,
-    )
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    loop = _make_loop(model, loss_fn, config, device, channels_last, cb_weights)
 
-    # -- 2. resume
+    # -- 2. resume, 3. train
     start, history, seconds = 0, [], 0.0
     if resume and Path(checkpoint_path).exists():
-        state = torch.load(checkpoint_path, map_location=device, weights_only=True)
-        _check_resumable(state["config"], config, Path(checkpoint_path))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        start, history, seconds = state["epoch"] + 1, state["history"], state["seconds"]
-
-    # -- 3. train
-    bar = tqdm(
-        range(start, config.epochs),
-        initial=start,
-        total=config.epochs,
-        desc="fit",
-        unit="epoch",
-        disable=not config.progress,
-    )
+        start, history, seconds = _resume(checkpoint_path, loop)
+    bar = _progress_bar(config, start)
     for epoch in bar:
         t0 = time.perf_counter()
-        torch.manual_seed(_epoch_seed(config.seed, epoch))  # model-side randomness, if any
-        lr = learning_rate(config, epoch)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        if cb_weights is not None:
-            # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
-            loss_fn.weight = cb_weights if epoch >= config.drw_epoch else None
-        model.train()
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
-        for xb, yb in train_batches.epoch(epoch):
-            if channels_last:
-                xb = xb.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device.type, enabled=use_amp):
-                logits = model(xb)
-                loss = loss_fn(logits, yb)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if config.grad_clip is not None:
-                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            # summed on the device: no host sync per batch
-            loss_sum += loss.detach().float() * len(yb)
-            correct += (logits.detach().argmax(1) == yb).sum()
-        n = train_batches.num_samples
+        lr = _start_epoch(loop, epoch)
+        train_loss, train_acc = _train_epoch(loop, train_batches, epoch)
         row: dict[str, Any] = {
             "epoch": epoch,
             "lr": lr,
-            "train_loss": loss_sum.item() / n,
-            "train_acc": correct.item() / n,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
             "seconds": time.perf_counter() - t0,
         }
-        last = epoch == config.epochs - 1
-        if test_batches is not None and (
-            last or (config.eval_every and (epoch + 1) % config.eval_every == 0)
-        ):
-            result = _evaluate(model, test_batches, amp=use_amp, keep_outputs=False)
-            row["test_acc"] = result["acc"]
-            row["per_class_acc"] = _nan_to_none(result["per_class_acc"])
-            prototypes = getattr(getattr(model, "head", None), "prototypes", None)
-            if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
-                row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
+        if test_batches is not None and _evaluates(config, epoch):
+            row.update(_evaluation_row(loop, test_batches))
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:
-            save_torch(
-                checkpoint_path,
-                {
-                    "format": CHECKPOINT_FORMAT,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scaler": scaler.state_dict(),
-                    "epoch": epoch,
-                    "history": history,
-                    "config": config.to_dict(),
-                    "seconds": seconds,
-                },
-            )
-        postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
-        if "test_acc" in row:
-            postfix["test"] = f"{row['test_acc']:.3f}"
-        bar.set_postfix(postfix)
+            _save_checkpoint(checkpoint_path, loop, epoch, history, seconds)
+        _show(bar, row)
     bar.close()
 
     # -- 4. the record
     if not history:
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
-    evaluated = [r for r in history if "test_acc" in r]
-    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
-    return RunRecord(
-        config=config.to_dict(),
-        history=history,
-        final=dict(history[-1]),
-        last_acc=history[-1].get("test_acc"),
-        best_acc=None if best is None else best["test_acc"],
-        best_epoch=None if best is None else best["epoch"],
-        seconds=seconds,
-    )
+    return _record(config, history, seconds)

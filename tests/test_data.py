@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import pickle
+import re
 import struct
 
 import numpy as np
@@ -61,22 +62,33 @@ def test_long_tail_counts_with_ratio_one_is_balanced():
     assert long_tail_counts(7, 4, 1) == [7, 7, 7, 7]
 
 
-def test_step_profile_keeps_the_first_half_and_cuts_the_rest():
-    assert long_tail_counts(5000, 10, 100, profile="step") == [5000] * 5 + [50] * 5
-    assert long_tail_counts(100, 5, 10, profile="step") == [100, 100, 10, 10, 10]
+def test_step_shape_keeps_the_first_half_and_cuts_the_rest():
+    assert long_tail_counts(5000, 10, 100, shape="step") == [5000] * 5 + [50] * 5
+    assert long_tail_counts(100, 5, 10, "step") == [100, 100, 10, 10, 10]
+
+
+def test_profile_is_a_deprecated_alias_of_shape():
+    with pytest.warns(DeprecationWarning, match="now shape="):
+        assert long_tail_counts(100, 5, 10, profile="step") == [100, 100, 10, 10, 10]
+    y = np.repeat(np.arange(4), 20)
+    with pytest.warns(DeprecationWarning, match="now shape="):
+        _, _, counts = make_long_tailed(y[:, None], y, 4, profile="step")
+    assert counts == [20, 20, 5, 5]
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="profile must be"):
+        long_tail_counts(100, 5, 10, shape="exp2", profile="step")
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "argument"),
+    ("args", "kwargs", "message"),
     [
-        ((0, 10, 10), {}, "n_max"),
-        ((10, 1, 10), {}, "num_classes"),
-        ((10, 10, 0.5), {}, "imbalance_ratio"),
-        ((10, 10, 10), {"profile": "linear"}, "profile"),
+        ((0, 10, 10), {}, "n_max must be >= 1, got 0"),
+        ((10, 1, 10), {}, "num_classes must be >= 2, got 1"),
+        ((10, 10, 0.5), {}, "imbalance_ratio must be >= 1, got 0.5"),
+        ((10, 10, 10), {"shape": "linear"}, "shape must be one of ['exp', 'step'], got 'linear'"),
     ],
 )
-def test_long_tail_counts_rejects_bad_arguments_by_name(args, kwargs, argument):
-    with pytest.raises(ValueError, match=argument):
+def test_long_tail_counts_rejects_bad_arguments_by_name(args, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         long_tail_counts(*args, **kwargs)
 
 
@@ -125,7 +137,7 @@ def test_make_long_tailed_keeps_the_per_class_counts_and_pairs():
     assert np.bincount(y_lt.numpy(), minlength=4).tolist() == counts
     rows = (x_lt[:, 0] / 2).long()  # each kept sample still sits next to its own label
     assert torch.equal(y_t[rows], y_lt)
-    _, _, counts_step = make_long_tailed(x.numpy(), y, 4, profile="step", n_max=20)
+    _, _, counts_step = make_long_tailed(x.numpy(), y, 4, shape="step", n_max=20)
     assert counts_step == [20, 20, 5, 5]
 
 

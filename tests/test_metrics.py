@@ -20,6 +20,7 @@ from palviz.metrics import (
     sample_margins,
     shot_group_accuracy,
     shot_groups,
+    simplex_error,
     transition_matrix,
     weight_norms,
 )
@@ -189,3 +190,39 @@ def test_noise_helpers_validate_their_inputs():
         realised_noise_rate([0, 1, 2], [0, 1])
     with pytest.raises(ValueError, match=r"preds must be in \[0, 1\] for num_classes=2"):
         confusion_matrix([0, 1], [0, 2], 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# simplex_error
+# ----------------------------------------------------------------------------------------------
+def _simplex_error_by_hand(W: np.ndarray) -> float:
+    """max over i < j of |cos(w_i, w_j) + 1/(k-1)|, one pair at a time in plain Python."""
+    k = len(W)
+    worst = 0.0
+    for i in range(k):
+        for j in range(i + 1, k):
+            dot = sum(float(a) * float(b) for a, b in zip(W[i], W[j], strict=True))
+            ni = sum(float(a) ** 2 for a in W[i]) ** 0.5
+            nj = sum(float(b) ** 2 for b in W[j]) ** 0.5
+            worst = max(worst, abs(dot / (ni * nj) + 1.0 / (k - 1)))
+    return worst
+
+
+def test_simplex_error_matches_a_pairwise_computation():
+    rng = np.random.default_rng(3)
+    for k, d in ((3, 2), (5, 7), (10, 4)):
+        W = rng.normal(size=(k, d))
+        expected = _simplex_error_by_hand(W)
+        assert simplex_error(W) == pytest.approx(expected, abs=1e-12)
+        assert simplex_error(prototype_cosines(W)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_simplex_error_is_zero_on_the_simplex_and_known_off_it():
+    k = 6
+    W = np.eye(k) - 1.0 / k  # the simplex ETF, rows centred
+    assert simplex_error(W) < 1e-12
+    # orthogonal vectors: every cosine 0, error 1/(k-1); a square W, read as vectors
+    assert simplex_error(np.eye(k)[:, ::-1] * 2.0) == pytest.approx(1.0 / (k - 1))
+    assert simplex_error(np.eye(k), cosines=False) == pytest.approx(1.0 / (k - 1))
+    with pytest.raises(ValueError, match=r"W_or_cosines must be a square cosine matrix"):
+        simplex_error(np.ones((3, 4)), cosines=True)

@@ -3,6 +3,8 @@ any head."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -182,10 +184,10 @@ def test_unknown_arch_is_an_error_that_lists_the_allowed_ones():
 
 @pytest.mark.parametrize("bad", [1, 0, 2.5, True])
 def test_num_classes_must_be_an_integer_of_at_least_two(bad):
-    with pytest.raises(ValueError, match="num_classes"):
+    with pytest.raises(ValueError, match=rf"num_classes must be .*, got {re.escape(repr(bad))}$"):
         make_model("mlp1d", bad)
 
 
 def test_in_channels_must_be_a_positive_integer():
-    with pytest.raises(ValueError, match="in_channels"):
+    with pytest.raises(ValueError, match="in_channels must be >= 1, got 0"):
         make_model("mlp1d", 10, in_channels=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ from torch import nn
 from palviz.losses import CrossEntropyLoss, MAELoss, class_balanced_weights
 from palviz.models import make_model
 from palviz.train import (
-    RunRecord,
+    CHECKPOINT_FORMAT,
+    FitRecord,
     TrainConfig,
     evaluate,
     fit,
@@ -237,7 +239,7 @@ def test_resolve_device_picks_cuda_only_when_available():
 def test_fit_learns_a_small_mnist1d_shaped_problem_well_above_chance():
     train, test = blobs(512), blobs(256, seed=1)
     record = fit(model(), CrossEntropyLoss(), train, test, quiet(epochs=6, device="cpu"))
-    assert isinstance(record, RunRecord)
+    assert isinstance(record, FitRecord)
     assert record.last_acc > 0.7  # chance: 0.25
     assert record.history[-1]["train_loss"] < record.history[0]["train_loss"]
     assert record.history[-1]["train_acc"] > record.history[0]["train_acc"]
@@ -451,7 +453,7 @@ def interrupted_then_resumed(arch, k, train, test, cfg, tmp_path, batches_per_ep
     return resumed, record
 
 
-def assert_same_run(a: nn.Module, b: nn.Module, ra: RunRecord, rb: RunRecord) -> None:
+def assert_same_run(a: nn.Module, b: nn.Module, ra: FitRecord, rb: FitRecord) -> None:
     for (name, pa), pb in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(pa, pb), name
     assert without_seconds(ra.history) == without_seconds(rb.history)
@@ -558,6 +560,32 @@ def test_resuming_with_another_config_is_an_error_naming_the_change(tmp_path):
     )
 
 
+def test_resuming_from_a_checkpoint_of_another_format_is_an_error_naming_both(tmp_path):
+    path = tmp_path / "run.pt"
+    fit(model(), CrossEntropyLoss(), blobs(64), None, quiet(epochs=2), checkpoint_path=path)
+    state = torch.load(path, weights_only=True)
+    for found in (CHECKPOINT_FORMAT + 1, None):
+        if found is None:
+            del state["format"]
+        else:
+            state["format"] = found
+        torch.save(state, path)
+        expected = (
+            rf"{re.escape(str(path))}: it is a checkpoint of format {found!r}, "
+            rf".*format {CHECKPOINT_FORMAT}"
+        )
+        with pytest.raises(ValueError, match=expected):
+            fit(
+                model(),
+                CrossEntropyLoss(),
+                blobs(64),
+                None,
+                quiet(epochs=3),
+                checkpoint_path=path,
+                resume=True,
+            )
+
+
 def test_resume_needs_a_checkpoint_path():
     with pytest.raises(ValueError, match="checkpoint_path"):
         fit(model(), CrossEntropyLoss(), blobs(64), None, quiet(epochs=1), resume=True)
@@ -605,5 +633,5 @@ def test_evaluate_normalises_images_like_training():
 
 
 def test_the_record_is_a_dataclass_whose_dict_has_every_field():
-    names = {f.name for f in dataclasses.fields(RunRecord)}
+    names = {f.name for f in dataclasses.fields(FitRecord)}
     assert names == {"config", "history", "final", "last_acc", "best_acc", "best_epoch", "seconds"}

@@ -1,5 +1,5 @@
-"""Specifications of the margin helpers that notebook 05 adds to ``palviz.theory``
-(ELM paper Eq. 5-6 as a softplus hinge; logits that move only the gap z_y - z_c*)."""
+"""Margins of LDAM and ELM in ``palviz.theory``: ELM paper Eq. 5-6 as a softplus hinge, and
+logits that move only the gap z_y - z_c* (used by notebook 05)."""
 
 from __future__ import annotations
 

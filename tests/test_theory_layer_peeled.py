@@ -1,4 +1,5 @@
-"""Layer-peeled facts that notebook 02 states beyond tests/test_theory.py."""
+"""The layer-peeled model under imbalance: the majority simplex, minority collapse, anchored
+margins (facts notebook 02 states beyond tests/test_theory.py)."""
 
 import numpy as np
 import pytest

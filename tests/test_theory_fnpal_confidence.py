@@ -1,4 +1,4 @@
-"""The extra theory of notebooks 01 and 04: FNPAL's largest confidence at scale s."""
+"""FNPAL's largest confidence at scale s, and lambda_PAL written through it (notebooks 01, 04)."""
 
 import math
 
