@@ -19,8 +19,8 @@ Images are returned as ``uint8`` tensors ``N x C x H x W``; normalisation and au
 belong to the batch pipeline (:class:`BatchIterator`, :func:`normalize_images`). Vectors are
 ``float32`` ``N x D``; labels are ``int64``.
 
-Long-tailed subsets follow the LDAM-DRW convention (REFERENCE.md 1) and label noise follows
-REFERENCE.md 4: exactly ``int(rate * n_class)`` flipped labels per class, so the realised
+Long-tailed subsets follow the LDAM-DRW convention (docs/reference.md 1) and label noise follows
+docs/reference.md 4: exactly ``int(rate * n_class)`` flipped labels per class, so the realised
 rate is the nominal one.
 """
 
@@ -309,7 +309,7 @@ class BatchIterator:
 # Datasets
 # ---------------------------------------------------------------------------------------------
 
-# Per-channel statistics of the published CIFAR set-ups (REFERENCE.md 6). CIFAR-100 uses the
+# Per-channel statistics of the published CIFAR set-ups (docs/reference.md 6). CIFAR-100 uses the
 # same constants, as the LDAM-DRW reference code does for both datasets.
 _CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 _CIFAR_STD = (0.2023, 0.1994, 0.2010)
@@ -554,7 +554,7 @@ def _load_mnist(
 
 
 # ---------------------------------------------------------------------------------------------
-# Long-tailed subsets (REFERENCE.md 1)
+# Long-tailed subsets (docs/reference.md 1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -704,7 +704,7 @@ def make_long_tailed(
         shape: ``"exp"`` or ``"step"`` (see :func:`long_tail_counts`).
         seed: the seed of the per-class draw (see :func:`long_tail_indices`).
         n_max: samples of the head class; default the smallest per-class count of ``y``, so
-            every class can supply its share (REFERENCE.md 1, embedded data).
+            every class can supply its share (docs/reference.md 1, embedded data).
         profile: the old name of ``shape``, deprecated (a ``DeprecationWarning``).
 
     Returns:
@@ -734,7 +734,7 @@ def make_long_tailed(
 
 
 # ---------------------------------------------------------------------------------------------
-# Synthetic label noise (REFERENCE.md 4)
+# Synthetic label noise (docs/reference.md 4)
 # ---------------------------------------------------------------------------------------------
 
 _MNIST_MAP = {7: 1, 2: 7, 5: 6, 6: 5, 3: 8}

@@ -1,7 +1,7 @@
 """Named recipes and profiles: what a method trains and what each profile trains at what size.
 
 Methods (``"LDAM-DRW"``, ``"CE+PAL"``, ``"CE+FNPAL"``, ...) are named recipes of loss + head +
-re-weighting, following REFERENCE.md 6; a profile (``smoke``, ``quick``, ``paper``) fixes the
+re-weighting, following docs/reference.md 6; a profile (``smoke``, ``quick``, ``paper``) fixes the
 data, network and schedule. The ``*_spec`` and ``*_grid`` functions turn both into
 :class:`~palviz.runcache.RunSpec` objects for the run cache (:mod:`palviz.runcache`). Also the
 published numbers the tables stand beside, and how tables name the datasets.
@@ -19,7 +19,7 @@ from palviz.theory import noise_aware_scale
 from palviz.train import TrainConfig
 
 # --------------------------------------------------------------------------------------
-# Methods: named recipes of loss + head + re-weighting (REFERENCE.md 6)
+# Methods: named recipes of loss + head + re-weighting (docs/reference.md 6)
 # --------------------------------------------------------------------------------------
 
 #: Long-tailed methods: name -> (loss, loss kwargs, head, DRW on/off).
@@ -39,7 +39,7 @@ def lt_method(name: str, pal: bool = False) -> dict:
 
     With PAL, CE-family losses use ``AnchoredHead(normalize=False)`` (plain logits on fixed
     prototypes) and LDAM / ELM use ``AnchoredHead(normalize=True, scale=1)`` (cosine logits
-    on fixed prototypes; the loss's s = 30 scales them) - REFERENCE.md 6.
+    on fixed prototypes; the loss's s = 30 scales them) - docs/reference.md 6.
     """
     if name not in LT_METHODS:
         raise ValueError(f"method must be one of {tuple(LT_METHODS)}, got {name!r}")
@@ -58,7 +58,7 @@ def lt_method(name: str, pal: bool = False) -> dict:
     }
 
 
-#: APL hyperparameters (REFERENCE.md 3) per dataset family; MNIST's row serves MNIST-1D and
+#: APL hyperparameters (docs/reference.md 3) per dataset family; MNIST's row serves MNIST-1D and
 #: digits, which have the same ten digit classes.
 APL_PARAMS = {
     "mnist": {
@@ -98,7 +98,7 @@ NOISE_METHODS = (
 
 
 def noise_method(name: str, dataset: str, eta: float, scale: float | None = None) -> dict:
-    """Loss and head of a noisy-label method (REFERENCE.md 3 and 5).
+    """Loss and head of a noisy-label method (docs/reference.md 3 and 5).
 
     FNPAL uses ``AnchoredHead(normalize=True, scale=s)`` with the noise-aware
     ``s = 0.25 / (0.05 + eta)`` for CE and SCE and ``s = 10`` for the APL losses, unless
@@ -140,7 +140,7 @@ def long_tailed_setup(profile: str | None = None) -> dict:
     ``quick``: MNIST-1D (about 960 training samples per class before the cut), the 1-D CNN,
     30 epochs with the LDAM-DRW shape of schedule scaled down (warm-up 2 epochs, DRW and
     the first decay at 80 % of training, the second at 90 %).
-    ``paper``: CIFAR-10/100-LT, ResNet-32, 200 epochs, REFERENCE.md 6.
+    ``paper``: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
     """
     profile = resolve_profile(profile)
     if profile == "paper":
@@ -224,7 +224,7 @@ def noisy_setup(profile: str | None = None) -> dict:
     20 epochs of APL's MNIST recipe (SGD lr 0.01, Nesterov momentum 0.9, weight decay 1e-2,
     cosine annealing to 1e-3, gradient clip 5.0) instead of its 50.
     ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and
-    CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of REFERENCE.md 3.
+    CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of docs/reference.md 3.
     """
     profile = resolve_profile(profile)
     symmetric, asymmetric = (0.2, 0.4, 0.6, 0.8), (0.1, 0.2, 0.3, 0.4)
@@ -391,7 +391,7 @@ def _noisy_specs(
 # --------------------------------------------------------------------------------------
 
 #: Top-1 test accuracy published for ResNet-32 on CIFAR-LT with the exponential profile
-#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy; REFERENCE.md 6),
+#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy; docs/reference.md 6),
 #: keyed by ``(dataset, imbalance ratio, method)``. "CE" is the paper's ERM row. The reference
 #: code keeps the best test-set epoch, so these stand beside palviz's *best-epoch* column.
 PUBLISHED_LT_ACCURACY: dict[tuple[str, int, str], float] = {

@@ -19,6 +19,7 @@ Every file is written atomically. The named recipes that make specs live in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -39,6 +40,7 @@ from palviz import metrics as pmetrics
 from palviz.files import runs_dir, save_npz, write_json
 from palviz.losses import make_loss
 from palviz.models import make_model
+from palviz.threads import single_thread
 from palviz.train import TrainConfig, _nan_to_none, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
@@ -56,9 +58,9 @@ class RunSpec:
     ``label`` (a display name).
 
     - ``imbalance_ratio``: 1 keeps the balanced training split; rho > 1 keeps a seeded
-      long-tailed subset (``lt_profile`` "exp" or "step", REFERENCE.md 1).
+      long-tailed subset (``lt_shape`` "exp" or "step", docs/reference.md 1).
     - ``noise_rate``/``noise_kind``: synthetic label noise on the training labels only
-      (REFERENCE.md 4), drawn with ``seed``.
+      (docs/reference.md 4), drawn with ``seed``.
     - ``train_size``: keep a stratified subset of this many training samples first (used by
       the ``smoke`` profile to stay within seconds); ``None`` keeps all.
     - ``head``/``head_kw``: ``"linear"``, ``"cosine"`` (learnable, normalised) or
@@ -72,7 +74,7 @@ class RunSpec:
     head: str = "linear"
     head_kw: dict = field(default_factory=dict)
     imbalance_ratio: float = 1.0
-    lt_profile: str = "exp"
+    lt_shape: str = "exp"
     noise_rate: float = 0.0
     noise_kind: str = "symmetric"
     train_size: int | None = None
@@ -189,7 +191,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         x, y = x[keep], y[keep]
     if spec.imbalance_ratio > 1:
         x, y, _ = pdata.make_long_tailed(
-            x, y, spec.imbalance_ratio, profile=spec.lt_profile, seed=spec.seed
+            x, y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
         )
     counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
     clean = np.asarray(y).copy()
@@ -238,12 +240,10 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
     loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
-    threads = torch.get_num_threads()
-    if resolve_device(spec.train.device).type == "cpu":
-        # One thread: the CPU-sized nets gain nothing from more, run_many trains two runs side
-        # by side, and the numbers do not depend on the machine's core count.
-        torch.set_num_threads(1)
-    try:
+    cpu = resolve_device(spec.train.device).type == "cpu"
+    # One thread on a CPU: the CPU-sized nets gain nothing from more, run_many trains two runs
+    # side by side, and the numbers do not depend on the machine's core count.
+    with single_thread() if cpu else contextlib.nullcontext():
         record = fit(
             model,
             loss_fn,
@@ -256,8 +256,6 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
         )
         x_test, y_test = prepared["test"]
         ev = evaluate(model, x_test, y_test, mean=spec.train.mean, std=spec.train.std)
-    finally:
-        torch.set_num_threads(threads)
     seconds = time.perf_counter() - start
     metrics = _summarise(spec, record, ev, model, prepared, seconds)
     prototypes = model.head.prototypes.detach().cpu().numpy()

@@ -1,6 +1,6 @@
 """One training loop, :func:`fit`, driven by a plain-data :class:`TrainConfig`.
 
-``fit`` is the loop of the published set-ups (REFERENCE.md 3 and 6) and nothing more: SGD with
+``fit`` is the loop of the published set-ups (docs/reference.md 3 and 6) and nothing more: SGD with
 momentum and weight decay; a learning rate computed per epoch by the pure function
 :func:`learning_rate` (linear warm-up, then multi-step, cosine or constant); deferred
 re-weighting (DRW: class-balanced weights from ``drw_epoch`` on); optional gradient-norm

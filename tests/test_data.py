@@ -31,7 +31,7 @@ from palviz.data import (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Long-tailed counts and subsets (REFERENCE.md 1)
+# Long-tailed counts and subsets (docs/reference.md 1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -142,7 +142,7 @@ def test_make_long_tailed_keeps_the_per_class_counts_and_pairs():
 
 
 # ---------------------------------------------------------------------------------------------
-# Label noise (REFERENCE.md 4)
+# Label noise (docs/reference.md 4)
 # ---------------------------------------------------------------------------------------------
 
 

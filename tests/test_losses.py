@@ -1,4 +1,4 @@
-"""Specifications of ``palviz.losses`` (REFERENCE.md sections 2, 3 and 5).
+"""Specifications of ``palviz.losses`` (docs/reference.md sections 2, 3 and 5).
 
 Every loss value is compared with an expected value computed here, independently of palviz,
 from the formula: float64 numpy, one sample at a time, with an explicit log-sum-exp.

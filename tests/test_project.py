@@ -145,3 +145,19 @@ def test_atomic_write_leaves_nothing_behind_on_error(tmp_path):
             raise RuntimeError("interrupted")
     assert json.loads(target.read_text()) == {"a": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
+
+
+def test_citations_point_at_the_projects_own_reference_page():
+    """Code, notebooks and docs cite docs/reference.md by section; every cited section exists
+    and no citation points at a file outside the repository."""
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## (\d+)\. ", page, re.MULTILINE))
+    outside = "REFERENCE" + ".md"
+    cited = set()
+    for path in [*ROOT.glob("palviz/**/*.py"), *ROOT.glob("tests/*.py"), *_notebooks()]:
+        text = path.read_text(encoding="utf-8")
+        assert outside not in text, f"{path.name} cites a file that is not in the repository"
+        for match in re.finditer(r"docs/reference\.md,? (?:sections? )?([\d, and]+)", text):
+            cited |= set(re.findall(r"\d+", match.group(1)))
+    assert cited, "no citation of docs/reference.md found"
+    assert cited <= sections, f"cited sections {sorted(cited - sections)} do not exist"
