@@ -391,7 +391,8 @@ def _noisy_specs(
 # --------------------------------------------------------------------------------------
 
 #: Top-1 test accuracy published for ResNet-32 on CIFAR-LT with the exponential profile
-#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy; docs/reference.md 6),
+#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy;
+#: docs/reference.md 6),
 #: keyed by ``(dataset, imbalance ratio, method)``. "CE" is the paper's ERM row. The reference
 #: code keeps the best test-set epoch, so these stand beside palviz's *best-epoch* column.
 PUBLISHED_LT_ACCURACY: dict[tuple[str, int, str], float] = {
