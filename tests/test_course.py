@@ -34,7 +34,8 @@ def _notebook() -> nbformat.NotebookNode:
         cells=[
             new_markdown_cell(
                 "# 03 · A lesson\n\n**What you will learn.**\n"
-                "- why $w_i^\\top w_j = -\\frac{1}{k-1}$\n- a second point\n\n## The claim\n$$L = 1$$"
+                "- why $w_i^\\top w_j = -\\frac{1}{k-1}$\n- a second point\n\n"
+                "## The claim\n$$L = 1$$"
             ),
             new_code_cell("plt.show()", outputs=[figure], execution_count=1),
             new_code_cell("display(widget)", outputs=[widget], execution_count=2),
