@@ -19,6 +19,8 @@ above them):
 - :mod:`palviz.tables`   ``results_frame`` (one pandas row per run) and the tables made from it
 - :mod:`palviz.experiments` the public names of the three above, in one place
 - :mod:`palviz.files`    where data, runs and figures live; atomic writes
+- :mod:`palviz.claims`   each paper claim read against a paired t interval of our runs;
+  ``claims.csv``
 """
 
 __version__ = "0.1.0"
