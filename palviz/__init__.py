@@ -21,6 +21,7 @@ above them):
 - :mod:`palviz.files`    where data, runs and figures live; atomic writes
 - :mod:`palviz.claims`   each paper claim read against a paired t interval of our runs;
   ``claims.csv``
+- :mod:`palviz.budget`   training budgets in SGD steps, the papers' budgets, the budget figure
 """
 
 __version__ = "0.1.0"

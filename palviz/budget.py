@@ -1,0 +1,334 @@
+"""Training budgets counted in SGD steps, and the "budget lesson" figure.
+
+A profile that trains for 30 epochs on a few thousand samples takes a few hundred to a few
+thousand optimiser steps; the papers' set-ups take tens of thousands. Epochs hide that
+difference (an epoch of 12,406 images is not an epoch of 4,000), steps do not, so every
+comparison of a profile with a paper here is in steps: :func:`steps_per_epoch`,
+:func:`steps_per_run`, :data:`PAPER_STEPS` (derived from each paper's epochs, training-set
+size and batch size in :data:`PAPER_BUDGETS`, not typed in), and :func:`plot_budget`, which
+draws test accuracy (and the accuracy on the possibly noisy training labels) against the step
+count, with the profile's stop and the paper's budget marked.
+
+:func:`weight_decay_integral` is the other budget that changes with the schedule:
+``sum_t lr_t * wd``, the exponent of the shrinkage weight decay alone would apply to the
+weights over a run (``prod_t (1 - lr_t wd) ~ exp(-sum_t lr_t wd)``; SGD's momentum ``mu``
+scales the effective decay by about ``1 / (1 - mu)`` on top, which is left out here). A
+shorter run at the same learning rate decays the weights less, which matters for the norm-
+and margin-based arguments of both papers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+
+from palviz import data as pdata
+from palviz.checks import check_bool, check_choice, check_int, check_non_negative, invalid
+from palviz.runcache import RunResult, RunSpec, _stratified_subset
+
+__all__ = [
+    "PAPER_BUDGETS",
+    "PAPER_STEPS",
+    "PaperBudget",
+    "plot_budget",
+    "steps_per_epoch",
+    "steps_per_run",
+    "training_size",
+    "weight_decay_integral",
+]
+
+
+def steps_per_epoch(train_size: int, batch_size: int, drop_last: bool = False) -> int:
+    """Optimiser steps in one pass over ``train_size`` samples in batches of ``batch_size``:
+    ``ceil(train_size / batch_size)``, the last batch possibly smaller, or
+    ``floor(train_size / batch_size)`` when ``drop_last`` (the final incomplete batch is
+    dropped). The same count as :class:`palviz.data.BatchIterator`'s ``len`` and as
+    PyTorch's ``DataLoader``."""
+    train_size = check_int("train_size", train_size, 1)
+    batch_size = check_int("batch_size", batch_size, 1)
+    drop_last = check_bool("drop_last", drop_last)
+    if drop_last:
+        if train_size < batch_size:
+            raise invalid("train_size", train_size, f">= batch_size ({batch_size}) with drop_last")
+        return train_size // batch_size
+    return math.ceil(train_size / batch_size)
+
+
+# ------------------------------------------------------------------------- the papers' budgets
+
+
+@dataclass(frozen=True)
+class PaperBudget:
+    """A published set-up's training budget: ``epochs`` passes over ``train_size`` samples
+    in batches of ``batch_size`` (the last batch kept, as PyTorch's ``DataLoader`` does by
+    default and the reference code of each set-up does), as said in ``source``."""
+
+    epochs: int
+    train_size: int
+    batch_size: int
+    source: str
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return steps_per_epoch(self.train_size, self.batch_size)
+
+    @property
+    def steps(self) -> int:
+        """``epochs * ceil(train_size / batch_size)``."""
+        return self.epochs * self.steps_per_epoch
+
+
+#: The published set-ups' budgets (docs/reference.md, sections on CIFAR-LT and the noise
+#: tables). CIFAR-10-LT at rho = 100 keeps ``long_tail_counts(5000, 10, 100)`` = 12,406
+#: images; the noise tables train on the whole MNIST (60,000) and CIFAR-10 (50,000)
+#: training splits with the APL configs.
+PAPER_BUDGETS: dict[str, PaperBudget] = {
+    "cifar10_lt_rho100": PaperBudget(
+        epochs=200,
+        train_size=sum(pdata.long_tail_counts(5000, 10, 100)),
+        batch_size=128,
+        source="LDAM-DRW set-up (PAL and ELM CIFAR-10-LT tables): ResNet-32, 200 epochs, "
+        "batch 128 over the 12,406 images of CIFAR-10-LT, rho = 100",
+    ),
+    "mnist_noisy": PaperBudget(
+        epochs=50,
+        train_size=60_000,
+        batch_size=128,
+        source="APL MNIST config (PAL and ELM noise tables): 4-layer CNN, 50 epochs, "
+        "batch 128 over the 60,000 MNIST training images",
+    ),
+    "cifar10_noisy": PaperBudget(
+        epochs=120,
+        train_size=50_000,
+        batch_size=128,
+        source="APL CIFAR-10 config (PAL and ELM noise tables): 8-layer CNN, 120 epochs, "
+        "batch 128 over the 50,000 CIFAR-10 training images",
+    ),
+}
+
+#: The papers' budgets in SGD steps, ``{setting: epochs * ceil(train_size / batch_size)}``:
+#: 19,400 (200 x 97) for CIFAR-10-LT at rho = 100, 23,450 (50 x 469) for noisy MNIST and
+#: 46,920 (120 x 391) for noisy CIFAR-10 (often quoted rounded, as 23,400 and 46,900).
+PAPER_STEPS: dict[str, int] = {name: budget.steps for name, budget in PAPER_BUDGETS.items()}
+
+
+# ------------------------------------------------------------------------------- our runs
+
+
+def training_size(spec: RunSpec) -> int:
+    """The number of training samples ``spec`` trains on, computed the way
+    :func:`palviz.runcache.prepare_data` subsets the split (stratified ``train_size`` subset,
+    then the long-tailed counts): loads the training labels of ``spec.dataset``."""
+    if not isinstance(spec, RunSpec):
+        raise invalid("spec", spec, "a RunSpec")
+    _, y = pdata.load_dataset(spec.dataset, "train")
+    y = np.asarray(y)
+    if spec.train_size is not None:
+        y = y[_stratified_subset(y, spec.train_size, spec.seed)]
+    if spec.imbalance_ratio > 1:
+        per_class = np.bincount(y)
+        counts = pdata.long_tail_counts(
+            int(per_class.min()), len(per_class), spec.imbalance_ratio, spec.lt_shape
+        )
+        return int(sum(counts))
+    return len(y)
+
+
+def _result_train_size(result: Any) -> int | None:
+    sizes = (getattr(result, "metrics", None) or {}).get("profile_sizes") or {}
+    return sizes.get("train")
+
+
+def steps_per_run(spec_or_result: RunSpec | RunResult, *, train_size: int | None = None) -> int:
+    """The SGD steps of a run: ``epochs * ceil(train_size / batch_size)``.
+
+    palviz's trainer (:func:`palviz.train.fit`) draws its batches from a
+    :class:`~palviz.data.BatchIterator` with ``drop_last=False``, so the last, smaller batch
+    of an epoch is a step too (the same count as the ``steps`` column of
+    :func:`palviz.tables.results_frame`).
+
+    The training size is ``train_size`` if given, else the one a finished run recorded
+    (``metrics["profile_sizes"]["train"]``), else computed from the spec by
+    :func:`training_size` (which loads the dataset's labels)."""
+    spec = getattr(spec_or_result, "spec", spec_or_result)
+    if not isinstance(spec, RunSpec):
+        raise invalid("spec_or_result", spec_or_result, "a RunSpec or a RunResult")
+    if train_size is None:
+        train_size = _result_train_size(spec_or_result)
+    if train_size is None:
+        train_size = training_size(spec)
+    return spec.train.epochs * steps_per_epoch(train_size, spec.train.batch_size)
+
+
+def _history(result_or_history: Any, name: str) -> list[dict]:
+    metrics = getattr(result_or_history, "metrics", None)
+    history = metrics.get("history") if isinstance(metrics, Mapping) else result_or_history
+    if (
+        isinstance(history, str | bytes | Mapping)
+        or not isinstance(history, Sequence)
+        or not all(isinstance(row, Mapping) for row in history)
+    ):
+        raise invalid(name, result_or_history, "a RunResult or a list of per-epoch dicts")
+    return list(history)
+
+
+def weight_decay_integral(
+    result_or_history: RunResult | Sequence[Mapping[str, Any]],
+    steps_per_epoch: int,
+    weight_decay: float,
+) -> float:
+    """``sum over SGD steps t of lr_t * weight_decay``, from the per-epoch learning rates of a
+    run's history (``metrics["history"]``, one dict per epoch with ``lr``):
+    ``weight_decay * steps_per_epoch * sum_e lr_e``.
+
+    palviz sets the learning rate once per epoch (:func:`palviz.train.learning_rate`,
+    warm-up included), so for its runs this is exact. For a trainer that changes the rate
+    within an epoch (a per-step warm-up or cosine), the recorded ``lr`` of an epoch stands for
+    all of its steps and the sum is a per-epoch (left Riemann) approximation of the per-step
+    one."""
+    history = _history(result_or_history, "result_or_history")
+    steps_per_epoch = check_int("steps_per_epoch", steps_per_epoch, 1)
+    weight_decay = check_non_negative("weight_decay", weight_decay)
+    rates = []
+    for row in history:
+        lr = row.get("lr")
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not math.isfinite(lr):
+            raise invalid("result_or_history", row, "per-epoch rows with a finite 'lr'")
+        rates.append(float(lr))
+    return weight_decay * steps_per_epoch * math.fsum(rates)
+
+
+# -------------------------------------------------------------------------------- the figure
+
+
+def _curves(runs: Sequence[Any], key: str, label: str) -> pd.DataFrame:
+    """One column per run: ``key`` of its history against the step at the end of each epoch
+    (``(epoch + 1) * steps_per_epoch``), only the steps every run has."""
+    columns = []
+    for i, result in enumerate(runs):
+        size = _result_train_size(result)
+        if size is None:
+            raise invalid(
+                "results_by_label",
+                f"{label!r}: run {i} without metrics['profile_sizes']['train']",
+                "finished runs (their metrics record the training size)",
+            )
+        per_epoch = steps_per_epoch(size, result.spec.train.batch_size)
+        rows = [r for r in result.metrics.get("history", []) if r.get(key) is not None]
+        steps = [(r["epoch"] + 1) * per_epoch for r in rows]
+        columns.append(pd.Series([float(r[key]) for r in rows], index=steps, name=i))
+    return pd.concat(columns, axis=1, join="inner").sort_index()
+
+
+def plot_budget(
+    ax: mpl.axes.Axes,
+    results_by_label: Mapping[str, Sequence[RunResult]],
+    *,
+    quick_steps: int | None,
+    paper_steps: int | None = None,
+    show_train: bool = True,
+    band: str = "minmax",
+    title: str | None = None,
+) -> mpl.axes.Axes:
+    """Test accuracy (%) against SGD steps for each label of ``results_by_label`` (label ->
+    its runs, one per seed): the mean over seeds as a solid line and a band across seeds
+    (``band="minmax"``: from the lowest to the highest seed; ``"sd"``: mean +- one sample
+    standard deviation; no band for one seed), the legend saying which. The step of an
+    evaluation is the end of its epoch, ``(epoch + 1) * steps_per_epoch``; only steps every
+    seed evaluated are drawn.
+
+    With ``show_train``, the accuracy on the training labels (the noisy labels in a noisy
+    run, ``train_acc`` of the history, measured during the epoch) is a dashed line of the
+    same colour. A dotted vertical line marks ``quick_steps``, where the profile stops. The
+    paper's budget ``paper_steps`` is a dash-dotted vertical line when it lies within the
+    axis (up to 1.25 times the longest run or ``quick_steps``, the axis then extended to it),
+    else an arrow at the right edge labelled ``"paper: 19,400 steps"`` with its multiple
+    of ``quick_steps``. Returns ``ax``."""
+    if not isinstance(results_by_label, Mapping) or not results_by_label:
+        raise invalid("results_by_label", results_by_label, "a non-empty dict label -> runs")
+    band = check_choice("band", band, ("minmax", "sd"))
+    show_train = check_bool("show_train", show_train)
+    for name, value in (("quick_steps", quick_steps), ("paper_steps", paper_steps)):
+        if value is not None:
+            check_int(name, value, 1)
+    band_text = "min-max" if band == "minmax" else "+-1 sd"
+    longest = 0
+    for i, (label, runs) in enumerate(results_by_label.items()):
+        runs = list(runs)
+        if not runs:
+            raise invalid("results_by_label", {label: runs}, "at least one run per label")
+        color = f"C{i % 10}"
+        test = 100 * _curves(runs, "test_acc", label)
+        n = test.shape[1]
+        mean = test.mean(axis=1)
+        what = (
+            f"{label}: test (mean of {n} seeds, {band_text} band)"
+            if n > 1
+            else (f"{label}: test (1 seed)")
+        )
+        ax.plot(mean.index, mean.to_numpy(), color=color, lw=1.6, label=what)
+        if n > 1:
+            if band == "minmax":
+                low, high = test.min(axis=1), test.max(axis=1)
+            else:
+                sd = test.std(axis=1, ddof=1)
+                low, high = mean - sd, mean + sd
+            ax.fill_between(
+                mean.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.18, lw=0
+            )
+        longest = max(longest, int(test.index.max()) if len(test) else 0)
+        if show_train:
+            train = 100 * _curves(runs, "train_acc", label)
+            noisy = any(getattr(r.spec, "noise_rate", 0) > 0 for r in runs)
+            which = "noisy training labels" if noisy else "training labels"
+            ax.plot(
+                train.index,
+                train.mean(axis=1).to_numpy(),
+                color=color,
+                lw=1.1,
+                ls="--",
+                label=f"{label}: accuracy on the {which} (mean)",
+            )
+            longest = max(longest, int(train.index.max()) if len(train) else 0)
+    right = max(longest, quick_steps or 0)
+    if quick_steps is not None:
+        ax.axvline(
+            quick_steps,
+            color="0.3",
+            ls=":",
+            lw=1.2,
+            label=f"this profile stops: {quick_steps:,} steps",
+        )
+    if paper_steps is not None:
+        text = f"paper: {paper_steps:,} steps"
+        if paper_steps <= 1.25 * right:
+            ax.axvline(paper_steps, color="0.1", ls="-.", lw=1.2, label=text)
+            right = max(right, paper_steps)
+        else:
+            if quick_steps:
+                text += f" ({paper_steps / quick_steps:.0f}x this profile)"
+            ax.annotate(
+                text,
+                xy=(1.0, 0.06),
+                xycoords="axes fraction",
+                xytext=(0.8, 0.06),
+                textcoords="axes fraction",
+                ha="right",
+                va="center",
+                fontsize=8,
+                arrowprops={"arrowstyle": "->", "color": "0.1", "lw": 1.0},
+            )
+    ax.set_xlim(0, 1.03 * right if right else None)
+    ax.set_xlabel("SGD steps (epochs x batches per epoch)")
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(loc="best")
+    if title:
+        ax.set_title(title)
+    return ax
