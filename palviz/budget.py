@@ -85,7 +85,7 @@ class PaperBudget:
         return self.epochs * self.steps_per_epoch
 
 
-#: The published set-ups' budgets (docs/reference.md, sections on CIFAR-LT and the noise
+#: The published set-ups' budgets (docs/reference.md, section 6 for the long-tailed and the noise
 #: tables). CIFAR-10-LT at rho = 100 keeps ``long_tail_counts(5000, 10, 100)`` = 12,406
 #: images; the noise tables train on the whole MNIST (60,000) and CIFAR-10 (50,000)
 #: training splits with the APL configs.

@@ -305,3 +305,9 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
     assert '"PAL beats CE"' in text and "19,400" in text and "1,500" in text
     assert " n/a |" in text and pc.NOT_RUN in text
     assert text.count("\n") == 4  # header, rule, two rows
+
+
+def test_evaluate_claims_of_no_runs_says_not_run():
+    df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
+    assert df["verdict"].tolist() == [pc.NOT_RUN] and df["n_seeds"].tolist() == [0]
+    assert list(df.columns) == list(pc.CLAIM_COLUMNS)
