@@ -29,9 +29,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-PROFILES = ("smoke", "quick", "paper")
-"""The three sizes of every notebook: ``smoke`` (seconds, for tests), ``quick`` (a laptop CPU,
-embedded data, the default) and ``paper`` (the published set-ups, for a GPU)."""
+PROFILES = ("smoke", "quick", "full", "paper")
+"""The sizes of every notebook: ``smoke`` (seconds, for tests), ``quick`` (a laptop CPU,
+embedded data, the default: the headline comparisons), ``full`` (the same data and per-run
+size as ``quick`` with the full method grids: an hour or two on two CPU cores) and ``paper``
+(the published set-ups, for a GPU)."""
+
+
+def size_of(profile: str) -> str:
+    """The size a notebook without a method grid uses in ``profile``: ``full`` only widens the
+    method grids of the experiment notebooks, so everything else runs at ``quick``'s size."""
+    profile = resolve_profile(profile)
+    return "quick" if profile == "full" else profile
 
 
 def resolve_profile(profile: str | None = None) -> str:
@@ -72,9 +81,9 @@ def runs_dir() -> Path:
 
 
 def figures_dir(profile: str = "quick") -> Path:
-    """Where figures go: ``figures/`` for ``quick``; ``smoke``
-    figures go to ``figures/smoke/`` and ``paper`` figures to ``figures/paper/``, so a test
-    run never overwrites the figures a person looks at."""
+    """Where figures go: ``figures/`` for ``quick``; ``smoke``, ``full`` and ``paper``
+    figures go to ``figures/<profile>/``, so a test run never overwrites the figures a person
+    looks at."""
     profile = resolve_profile(profile)
     base = _folder("PALVIZ_FIGURES", "figures")
     return base if profile == "quick" else base / profile
