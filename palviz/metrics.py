@@ -28,6 +28,8 @@ from palviz.checks import check_num_classes, check_real, invalid
 
 __all__ = [
     "SHOT_GROUPS",
+    "alive_units",
+    "alive_reach",
     "confusion_matrix",
     "feature_norms_per_class",
     "mean_confidence_per_class",
@@ -299,6 +301,29 @@ def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np
     y = _labels("targets", targets, k)
     f = _matrix("features", features, rows=y.shape[0])
     return _per_class_mean(np.linalg.norm(f, axis=1), y, k)
+
+
+def alive_units(features: Any, threshold: float = 0.0) -> np.ndarray:
+    r"""Which units of a (ReLU) feature layer fire on any sample: bool array `[d]`, True where
+    some row of ``features`` `[N, d]` exceeds ``threshold``. A unit that is zero on every
+    sample is *dead*: no input moves it, so it carries no class."""
+    check_real("threshold", threshold)
+    return (_matrix("features", features) > threshold).any(axis=0)
+
+
+def alive_reach(prototypes: Any, alive: Any) -> np.ndarray:
+    r"""For each class, the best cosine a non-negative feature that lives on the ``alive``
+    units can reach with its prototype: $\|w^+_{	ext{alive}}\| / \|w\|$, float64 `[k]`.
+
+    With every unit alive this is :func:`palviz.theory.reachable_cosine`; a class whose
+    prototype has all its positive part on dead units gets 0 (no feature can score it above
+    the others' zero), the single-unit failure of the axis orientation."""
+    W = _prototypes(prototypes)
+    mask = np.asarray(alive, dtype=bool)
+    if mask.shape != (W.shape[1],):
+        raise invalid("alive", f"shape {mask.shape}", f"a bool vector of length {W.shape[1]}")
+    positive = np.where(mask[None, :], np.clip(W, 0.0, None), 0.0)
+    return np.linalg.norm(positive, axis=1) / np.linalg.norm(W, axis=1)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from palviz.metrics import (
+    alive_reach,
+    alive_units,
     confusion_matrix,
     feature_norms_per_class,
     mean_confidence_per_class,
@@ -226,3 +228,20 @@ def test_simplex_error_is_zero_on_the_simplex_and_known_off_it():
     assert simplex_error(np.eye(k), cosines=False) == pytest.approx(1.0 / (k - 1))
     with pytest.raises(ValueError, match=r"W_or_cosines must be a square cosine matrix"):
         simplex_error(np.ones((3, 4)), cosines=True)
+
+
+def test_alive_units_marks_units_that_fire_on_some_sample():
+    features = np.array([[0.0, 0.5, 0.0], [0.0, 0.0, 0.0], [0.0, 2.0, 1e-3]])
+    assert alive_units(features).tolist() == [False, True, True]
+    assert alive_units(features, threshold=0.01).tolist() == [False, True, False]
+
+
+def test_alive_reach_is_the_positive_part_on_alive_units():
+    W = np.array([[1.0, -1.0, 0.0, 0.0], [0.0, 0.5, 0.5, -1.0]])
+    everything = alive_reach(W, [True] * 4)
+    # ||w+|| / ||w|| by hand
+    assert np.allclose(everything, [1 / np.sqrt(2), np.sqrt(0.5) / np.sqrt(1.5)])
+    dead_first = alive_reach(W, [False, True, True, True])
+    assert dead_first[0] == 0.0 and np.isclose(dead_first[1], everything[1])
+    with pytest.raises(ValueError, match=r"alive must be a bool vector of length 4"):
+        alive_reach(W, [True, False])
