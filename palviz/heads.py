@@ -128,7 +128,11 @@ def optimize_prototypes(
     tol: float | None = _OPT_TOL,
     seed: int = 0,
     record_every: int = _CHECK_EVERY,
-) -> tuple[torch.Tensor, dict[str, list[float]]]:
+    return_features: bool = False,
+) -> (
+    tuple[torch.Tensor, dict[str, list[float]]]
+    | tuple[torch.Tensor, dict[str, list[float]], torch.Tensor]
+):
     r"""PAL's prototype generation (Table 7), with its history, for teaching.
 
     Minimises the normalised softmax loss $L_0$ over $k$ random features $z_i$ and $k$ random
@@ -155,6 +159,8 @@ def optimize_prototypes(
             (relative change below 1e-7 between two checks).
         seed: seeds the random initialisation; the result is deterministic for a seed.
         record_every: record the history (and check for convergence) every so many steps.
+        return_features: also return the optimised features $\hat z_i$ (PAL's Theorem 3.2:
+            at the optimum each sits at its own prototype, $\hat z_i = \hat w_i$).
 
     In one dimension the unit sphere is $\{-1, +1\}$ and normalisation has zero gradient, so
     ``dim=1`` returns alternating signs $(+1, -1, +1, \dots)$ directly with an empty history.
@@ -162,7 +168,8 @@ def optimize_prototypes(
     Returns:
         ``(W, history)``: `W` float32 `[num_classes, dim]` with unit rows, and ``history`` with
         lists ``"step"``, ``"loss"`` and ``"max_cosine_error"`` (the distance of the worst
-        pairwise cosine from $-1/(k-1)$).
+        pairwise cosine from $-1/(k-1)$). With ``return_features=True``, ``(W, history, Z)``
+        with `Z` float32 `[num_classes, dim]` the unit features, row $i$ of class $i$.
     """
     k = _check_int("num_classes", num_classes, 2)
     d = _check_int("dim", dim, 1)
@@ -180,8 +187,8 @@ def optimize_prototypes(
         # The unit "sphere" of R^1 is {-1, +1}: normalisation has zero gradient, so no step
         # can move a point. Return the optimum directly: alternating signs (the simplex when
         # k = 2; for k > 2 the two halves are as balanced as possible).
-        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])
-        return signs[:, None], history
+        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])[:, None]
+        return (signs, history, signs.clone()) if return_features else (signs, history)
 
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(k, d, generator=gen)
@@ -217,6 +224,8 @@ def optimize_prototypes(
                         break
                 previous_loss = value
     W = F.normalize(X[k:].double(), dim=1).float()
+    if return_features:
+        return W, history, F.normalize(X[:k].double(), dim=1).float()
     return W, history
 
 

@@ -361,3 +361,14 @@ def test_anchored_head_passes_the_orientation_through():
         AnchoredHead(64, 10, orientation="diagonal")
     with pytest.raises(ValueError, match="cannot be combined with explicit prototypes"):
         AnchoredHead(3, 3, prototypes=torch.eye(3), orientation="axis")
+
+
+@pytest.mark.parametrize(("num_classes", "dim"), [(10, 16), (4, 3), (6, 5)])
+def test_optimized_features_gather_at_their_own_prototypes(num_classes, dim):
+    # PAL Theorem 3.2: at the minimum of L_0 each feature sits at its own prototype
+    W, history, Z = optimize_prototypes(num_classes, dim, seed=0, return_features=True)
+    W2, _ = optimize_prototypes(num_classes, dim, seed=0)
+    assert torch.equal(W, W2) and Z.shape == W.shape
+    own = (Z.double() * W.double()).sum(dim=1).numpy()
+    np.testing.assert_allclose(np.linalg.norm(Z.double().numpy(), axis=1), 1.0, atol=1e-6)
+    assert np.abs(own - 1.0).max() < 1e-5
