@@ -25,5 +25,5 @@ def plot_reachable_cosine(
     ax.set_xticks(x)
     ax.set_xlabel("class i")
     ax.set_ylabel(r"reachable cosine $\|w_i^+\| / \|w_i\|$")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_ylim(0, 1.2)
+    ax.legend(fontsize=8, loc="upper center", ncol=len(labels) + 1)
