@@ -9,10 +9,12 @@ above them):
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
   ``simplex_prototypes``
 - :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
-- :mod:`palviz.data`     datasets, long-tailed subsets, label noise, a device-resident batch loader
+- :mod:`palviz.data`     long-tailed subsets, label noise, a device-resident batch loader
+- :mod:`palviz.datasets` loading the datasets (re-exported by ``palviz.data``)
 - :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
-- :mod:`palviz.theory`   layer-peeled model, Lipschitz constants, margins
+- :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach
+- :mod:`palviz.layer_peeled` the layer-peeled model (re-exported by ``palviz.theory``)
 - :mod:`palviz.viz`      one figure style and ``savefig``
 - :mod:`palviz.runcache` a run as plain data (``RunSpec``), the run cache, ``run_many``
 - :mod:`palviz.recipes`  named methods, what each profile trains, spec grids

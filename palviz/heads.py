@@ -57,6 +57,7 @@ from palviz.threads import single_thread
 __all__ = [
     "HEAD_KINDS",
     "PROTOTYPE_METHODS",
+    "PROTOTYPE_ORIENTATIONS",
     "AnchoredHead",
     "CosineHead",
     "LinearHead",
@@ -66,6 +67,7 @@ __all__ = [
 ]
 
 PROTOTYPE_METHODS = ("optimize", "etf")
+PROTOTYPE_ORIENTATIONS = ("random", "axis", "block")
 HEAD_KINDS = ("linear", "cosine", "anchored")
 
 # Defaults of the "optimize" recipe. Adam at a small scale converges to the simplex; the
@@ -126,7 +128,11 @@ def optimize_prototypes(
     tol: float | None = _OPT_TOL,
     seed: int = 0,
     record_every: int = _CHECK_EVERY,
-) -> tuple[torch.Tensor, dict[str, list[float]]]:
+    return_features: bool = False,
+) -> (
+    tuple[torch.Tensor, dict[str, list[float]]]
+    | tuple[torch.Tensor, dict[str, list[float]], torch.Tensor]
+):
     r"""PAL's prototype generation (Table 7), with its history, for teaching.
 
     Minimises the normalised softmax loss $L_0$ over $k$ random features $z_i$ and $k$ random
@@ -153,6 +159,8 @@ def optimize_prototypes(
             (relative change below 1e-7 between two checks).
         seed: seeds the random initialisation; the result is deterministic for a seed.
         record_every: record the history (and check for convergence) every so many steps.
+        return_features: also return the optimised features $\hat z_i$ (PAL's Theorem 3.2:
+            at the optimum each sits at its own prototype, $\hat z_i = \hat w_i$).
 
     In one dimension the unit sphere is $\{-1, +1\}$ and normalisation has zero gradient, so
     ``dim=1`` returns alternating signs $(+1, -1, +1, \dots)$ directly with an empty history.
@@ -160,7 +168,8 @@ def optimize_prototypes(
     Returns:
         ``(W, history)``: `W` float32 `[num_classes, dim]` with unit rows, and ``history`` with
         lists ``"step"``, ``"loss"`` and ``"max_cosine_error"`` (the distance of the worst
-        pairwise cosine from $-1/(k-1)$).
+        pairwise cosine from $-1/(k-1)$). With ``return_features=True``, ``(W, history, Z)``
+        with `Z` float32 `[num_classes, dim]` the unit features, row $i$ of class $i$.
     """
     k = _check_int("num_classes", num_classes, 2)
     d = _check_int("dim", dim, 1)
@@ -178,8 +187,8 @@ def optimize_prototypes(
         # The unit "sphere" of R^1 is {-1, +1}: normalisation has zero gradient, so no step
         # can move a point. Return the optimum directly: alternating signs (the simplex when
         # k = 2; for k > 2 the two halves are as balanced as possible).
-        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])
-        return signs[:, None], history
+        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])[:, None]
+        return (signs, history, signs.clone()) if return_features else (signs, history)
 
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(k, d, generator=gen)
@@ -215,6 +224,8 @@ def optimize_prototypes(
                         break
                 previous_loss = value
     W = F.normalize(X[k:].double(), dim=1).float()
+    if return_features:
+        return W, history, F.normalize(X[:k].double(), dim=1).float()
     return W, history
 
 
@@ -242,32 +253,76 @@ def _etf_prototypes(k: int, d: int, seed: int) -> torch.Tensor:
     return F.normalize(P, dim=1).float()
 
 
+def _block_simplex(k: int, d: int, units: int) -> torch.Tensor:
+    r"""The simplex on $k$ disjoint blocks of `units` coordinates each (the first $k\,m$ of $d$):
+    $u_i = \mathbf{1}_{B_i} / \sqrt{m}$ (orthonormal), $w_i \propto u_i - \frac{1}{k}\sum_j u_j$.
+    With $m = 1$ this is $w_i \propto e_i - \frac{1}{k}\mathbf{1}_k$, the coordinate axes."""
+    U = torch.zeros(k, d, dtype=torch.float64)
+    for i in range(k):
+        U[i, i * units : (i + 1) * units] = 1.0 / math.sqrt(units)
+    return F.normalize(U - U.mean(dim=0), dim=1).float()
+
+
 def simplex_prototypes(
-    num_classes: int, dim: int, method: str = "optimize", seed: int = 0
+    num_classes: int,
+    dim: int,
+    method: str = "optimize",
+    seed: int = 0,
+    orientation: str = "random",
 ) -> torch.Tensor:
     r"""Unit prototypes forming a regular simplex: $w_i^\top w_j = -\frac{1}{k-1}$, $i \neq j$.
 
+    Every regular simplex is every other one up to a rotation (and an order of the classes),
+    so the rotation is a free choice. It matters for features that end in a ReLU: a feature
+    $z \geq 0$ reaches at best $\cos(z, w) = \|w^+\| / \|w\|$
+    (:func:`palviz.theory.reachable_cosine`), and a prototype whose positive part sits on few
+    units hangs on those units. `orientation` picks the rotation:
+
+    * ``"random"`` (default, as in the papers): whatever rotation `method` and `seed` give.
+      For $k = 10$, $d = 64$ (seed 0, "etf") the reachable cosine is 0.53 to 0.82 by class.
+    * ``"axis"``: $w_i \propto e_i - \frac{1}{k}\mathbf{1}_k$ in the first $k$ coordinates.
+      Every class reaches $\sqrt{(k-1)/k}$ (0.949 for $k = 10$), but its positive part is one
+      unit: if that ReLU unit dies, no feature points towards the class any more.
+    * ``"block"``: the first $k\,m$ coordinates, $m = \lfloor d/k \rfloor$, cut into $k$
+      disjoint blocks $B_i$; $u_i = \mathbf{1}_{B_i}/\sqrt{m}$ are orthonormal and
+      $w_i = \sqrt{k/(k-1)}\,(u_i - \frac{1}{k}\sum_j u_j)$. Same pairwise cosines, every
+      class again reaches $\sqrt{(k-1)/k}$ (its positive part is
+      $\sqrt{k/(k-1)}\,(1 - \frac{1}{k})\,u_i$, of norm $\sqrt{(k-1)/k}$), and that positive
+      part is spread evenly over the $m$ units of its block (6 for $k = 10$, $d = 64$).
+      ``"axis"`` is the case $m = 1$.
+
+    ``"axis"`` and ``"block"`` are closed forms: `method` and `seed` do not change them.
+
     Args:
         num_classes: $k \geq 2$.
-        dim: $d \geq 1$.
+        dim: $d \geq 1$ ($d \geq k$ for ``"axis"`` and ``"block"``).
         method: ``"optimize"`` (PAL's Table 7 recipe: Adam, lr 0.01, $s = 2$, on $L_0$ with
             $N = k$ random features, stopped once every pairwise cosine is within 1e-5 of
             $-1/(k-1)$, at most 10,000 steps; see `optimize_prototypes`) or ``"etf"`` (closed
             form $M U^\top$ / $M V$, normalised rows).
         seed: seeds the random initialisation / embedding; same seed, same prototypes.
+        orientation: ``"random"``, ``"axis"`` or ``"block"`` (above).
 
     Returns:
         float32 tensor `[num_classes, dim]` with unit rows. For $d \geq k-1$ every pairwise
         cosine is within 1e-3 of $-1/(k-1)$; in practice within 1e-5 for "optimize" (up to
         5e-5 at $d = k - 1$ for large $k$, e.g. $k = 100$, where the 10,000-step cap is
-        reached) and 1e-7 for "etf". For $d < k-1$ no simplex exists: "optimize" returns the spread
-        configuration the optimiser reaches (not claimed to be a best packing) and "etf"
-        raises ``ValueError``.
+        reached) and 1e-7 for "etf", "axis" and "block". For $d < k-1$ no simplex exists:
+        "optimize" returns the spread configuration the optimiser reaches (not claimed to be a
+        best packing) and "etf" raises ``ValueError``.
     """
     k = _check_int("num_classes", num_classes, 2)
     d = _check_int("dim", dim, 1)
     method = _check_choice("method", method, PROTOTYPE_METHODS)
     seed = _check_int("seed", seed, 0)
+    orientation = _check_choice("orientation", orientation, PROTOTYPE_ORIENTATIONS)
+    if orientation != "random":
+        if d < k:
+            raise ValueError(
+                f"dim must be >= num_classes for orientation={orientation!r}, got dim={d}, "
+                f"num_classes={k}"
+            )
+        return _block_simplex(k, d, 1 if orientation == "axis" else d // k)
     if method == "etf":
         if d < k - 1:
             raise ValueError(
@@ -373,6 +428,9 @@ class AnchoredHead(nn.Module):
             when ``in_features >= num_classes - 1`` (exact, instant), else
             ``simplex_prototypes(num_classes, in_features, "optimize")`` (no simplex exists;
             the optimiser's spread configuration).
+        orientation: the rotation of the default simplex, ``"random"`` (default), ``"axis"``
+            or ``"block"`` (see `simplex_prototypes`; the last two need
+            ``in_features >= num_classes``). Only with ``prototypes=None``.
 
     Shapes: `[batch_size, in_features]` -> `[batch_size, num_classes]`.
     """
@@ -386,15 +444,24 @@ class AnchoredHead(nn.Module):
         normalize: bool = False,
         scale: float = 1.0,
         prototypes: torch.Tensor | np.ndarray | None = None,
+        orientation: str = "random",
     ) -> None:
         super().__init__()
         self.in_features = _check_int("in_features", in_features, 1)
         self.num_classes = _check_int("num_classes", num_classes, 2)
         self.normalize = bool(normalize)
         self.scale = _check_positive("scale", scale)
+        self.orientation = _check_choice("orientation", orientation, PROTOTYPE_ORIENTATIONS)
         if prototypes is None:
             method = "etf" if self.in_features >= self.num_classes - 1 else "optimize"
-            W = simplex_prototypes(self.num_classes, self.in_features, method=method)
+            W = simplex_prototypes(
+                self.num_classes, self.in_features, method=method, orientation=self.orientation
+            )
+        elif self.orientation != "random":
+            raise ValueError(
+                f"orientation={self.orientation!r} orients the default simplex; it cannot be "
+                f"combined with explicit prototypes"
+            )
         else:
             W = torch.as_tensor(prototypes).detach().clone().to(torch.float32)
             expected = (self.num_classes, self.in_features)
@@ -421,9 +488,10 @@ class AnchoredHead(nn.Module):
         return z @ self.weight.T
 
     def extra_repr(self) -> str:
+        orientation = "" if self.orientation == "random" else f", orientation={self.orientation!r}"
         return (
             f"in_features={self.in_features}, num_classes={self.num_classes}, "
-            f"normalize={self.normalize}, scale={self.scale}"
+            f"normalize={self.normalize}, scale={self.scale}{orientation}"
         )
 
 

@@ -15,8 +15,12 @@ Three topics, each computed (not only stated) so a notebook can check every clai
    $\geq 2(e^{2B} - 1) / (e^{2B}/(k-1) + 1)$. `numeric_lipschitz` and
    `numeric_lipschitz_unanchored` estimate the suprema by gradient ascent.
 2. **The layer-peeled model** and minority collapse (Fang, He, Long, Su, PNAS 2021):
-   `solve_layer_peeled`, `minority_collapse_sweep`.
-3. **Margins of LDAM and ELM** (ELM paper Eq. 1-7): `ldam_margins`, `elm_effective_margins`,
+   `solve_layer_peeled`, `minority_collapse_sweep`, defined in :mod:`palviz.layer_peeled`
+   and importable from here.
+3. **What a ReLU feature can reach**: `reachable_cosine` (the best cosine a feature $z \geq 0$
+   can have with each prototype) and `orientation_report` (that, and how many units carry
+   each prototype's positive part).
+4. **Margins of LDAM and ELM** (ELM paper Eq. 1-7): `ldam_margins`, `elm_effective_margins`,
    `ce_softplus_forms`, `margin_softplus_form` (Eq. 5-6 as a hinge) and `logits_along_gap`
    (logits for drawing a loss against $z_y - z_{c^*}$, a float64 tensor).
 
@@ -25,6 +29,7 @@ Everything is computed in float64 and returned as Python floats or NumPy arrays.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -37,7 +42,11 @@ from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_non_negative, check_probability, check_range
 from palviz.checks import check_positive as _check_positive
-from palviz.heads import simplex_prototypes
+from palviz.layer_peeled import (
+    FEATURE_CONSTRAINTS,
+    minority_collapse_sweep,
+    solve_layer_peeled,
+)
 from palviz.losses import ldam_margins as _ldam_margins
 from palviz.threads import single_thread
 
@@ -57,6 +66,8 @@ __all__ = [
     "noise_aware_scale",
     "numeric_lipschitz",
     "numeric_lipschitz_unanchored",
+    "orientation_report",
+    "reachable_cosine",
     "solve_layer_peeled",
     "sum_loss_over_labels",
     "unnormalized_w_gradient_norm",
@@ -241,6 +252,23 @@ def _ascent(
     return best
 
 
+def _ascent_options(
+    B: Any, loss: Any, options: dict[str, Any]
+) -> tuple[float, int, int, torch.Generator, dict[str, Any]]:
+    """Validate the arguments the two numeric estimates share: `B`, `loss` and `options`
+    (``restarts``, ``steps``, ``seed``, loss keywords; defaults from `numeric_lipschitz`'s
+    signature). Returns ``(B, restarts, steps, generator seeded with seed, loss keywords)``."""
+    bound = inspect.signature(numeric_lipschitz).bind(None, B, loss, **options)
+    bound.apply_defaults()
+    a = bound.arguments
+    kw = _check_loss(loss, a["loss_kw"])
+    B = _check_positive("B", B)
+    restarts = _check_int("restarts", a["restarts"], 1)
+    steps = _check_int("steps", a["steps"], 1)
+    seed = _check_int("seed", a["seed"], 0)
+    return B, restarts, steps, torch.Generator().manual_seed(seed), kw
+
+
 def numeric_lipschitz(
     W: Any,
     B: float,
@@ -271,15 +299,12 @@ def numeric_lipschitz(
         steps: ascent steps.
         seed: seeds the starting points.
     """
-    kw = _check_loss(loss, loss_kw)
     W = _as_float64("W", W)
     if W.dim() != 2 or W.shape[0] < 2:
         raise ValueError(f"W must have shape (num_classes >= 2, dim), got {tuple(W.shape)}")
-    B = _check_positive("B", B)
-    restarts = _check_int("restarts", restarts, 1)
-    steps = _check_int("steps", steps, 1)
-    seed = _check_int("seed", seed, 0)
-    gen = torch.Generator().manual_seed(seed)
+    B, restarts, steps, gen, kw = _ascent_options(
+        B, loss, dict(restarts=restarts, steps=steps, seed=seed, **loss_kw)
+    )
     u = F.normalize(torch.randn(restarts, W.shape[1], generator=gen, dtype=torch.float64), dim=1)
     u.requires_grad_()
 
@@ -290,14 +315,7 @@ def numeric_lipschitz(
 
 
 def numeric_lipschitz_unanchored(
-    num_classes: int,
-    dim: int,
-    B: float,
-    loss: str = "ce",
-    restarts: int = 32,
-    steps: int = 300,
-    seed: int = 0,
-    **loss_kw: Any,
+    num_classes: int, dim: int, B: float, loss: str = "ce", **options: Any
 ) -> float:
     r"""Estimate $\sup_{W, \|z\| = B} \|\nabla_z L_W(z)\|$ over *unit but free* prototypes.
 
@@ -307,15 +325,16 @@ def numeric_lipschitz_unanchored(
     exceeded $\lambda_{\text{PAL}}$ at every B tried and came within 1e-5 (relative) of
     `lipschitz_normalized_unanchored_lower_bound` (attained by $w_1 = z/B$,
     $w_{j \ne 1} = -z/B$), but for k = 100, B = 5 it stopped at 162 against that bound's 197.
+
+    Args:
+        num_classes, dim: $k \geq 2$ prototypes in $d \geq 1$ dimensions.
+        B, loss: as in `numeric_lipschitz`.
+        **options: ``restarts``, ``steps``, ``seed`` and the loss's keywords, with the same
+            meaning and defaults as in `numeric_lipschitz`.
     """
-    kw = _check_loss(loss, loss_kw)
     k = _check_int("num_classes", num_classes, 2)
     d = _check_int("dim", dim, 1)
-    B = _check_positive("B", B)
-    restarts = _check_int("restarts", restarts, 1)
-    steps = _check_int("steps", steps, 1)
-    seed = _check_int("seed", seed, 0)
-    gen = torch.Generator().manual_seed(seed)
+    B, restarts, steps, gen, kw = _ascent_options(B, loss, options)
     u = F.normalize(torch.randn(restarts, d, generator=gen, dtype=torch.float64), dim=1)
     v = F.normalize(torch.randn(restarts, k, d, generator=gen, dtype=torch.float64), dim=2)
     u.requires_grad_()
@@ -358,319 +377,74 @@ def unnormalized_w_gradient_norm(num_classes: int, B: float, t: Any) -> np.ndarr
 
 
 # ----------------------------------------------------------------------------------------------
-# 2. Layer-peeled model and minority collapse
+# 3. What a ReLU feature can reach
 # ----------------------------------------------------------------------------------------------
-FEATURE_CONSTRAINTS = ("class", "sample")
-
-# A classifier shorter than this (relative to sqrt(E_W)) has collapsed to the origin.
-_ZERO_NORM = 1e-4
-
-
-def _into_ball(U: torch.Tensor, weights: torch.Tensor, E: float) -> torch.Tensor:
-    r"""Map free `U` `[P, K, d]` into $\{X: \sum_k a_k \|x_k\|^2 \leq E\}$ by rescaling:
-    $X = U / \sqrt{\max(1, e(U)/E)}$ with $e(U) = \sum_k a_k \|u_k\|^2$ (the identity inside)."""
-    energy = (weights * (U * U).sum(dim=2)).sum(dim=1)  # [P]
-    return U / torch.sqrt((energy / E).clamp(min=1.0))[:, None, None]
+def _prototype_rows(W: Any) -> np.ndarray:
+    W = _as_float64("W", W).numpy()
+    if W.ndim != 2 or W.shape[0] < 1:
+        raise ValueError(f"W must have shape (num_classes, dim), got {W.shape}")
+    if np.any(np.linalg.norm(W, axis=1) == 0):
+        raise ValueError("every prototype must be non-zero")
+    return W
 
 
-def _unit(X: torch.Tensor, E: float) -> torch.Tensor:
-    """Rows of `X` `[P, K, d]` scaled to unit length; rows that collapsed to the origin
-    (shorter than `_ZERO_NORM` * sqrt(E)) become exactly 0."""
-    norms = X.norm(dim=2, keepdim=True)
-    return torch.where(norms < _ZERO_NORM * math.sqrt(E), torch.zeros_like(X), X / norms)
+def reachable_cosine(W: Any) -> np.ndarray:
+    r"""The best cosine a non-negative feature can have with each prototype:
+    $\max_{z \geq 0,\, z \neq 0} \cos(z, w_i) = \|w_i^+\| / \|w_i\|$, $w^+ = \max(w, 0)$.
 
+    Networks whose features come out of a ReLU only produce $z \geq 0$, so this is how close
+    such a feature can get to its class's prototype.
 
-def _mean_pairwise_cosine(W: torch.Tensor, E_W: float) -> torch.Tensor:
-    """Mean pairwise cosine among the rows of each `W` `[P, m, d]` (NaN if m < 2); a pair of
-    classifiers that both collapsed to the origin counts as 1, a pair with one of them as 0."""
-    P, m, _ = W.shape
-    if m < 2:
-        return torch.full((P,), math.nan, dtype=torch.float64)
-    norms = W.norm(dim=2)
-    zero = norms < _ZERO_NORM * math.sqrt(E_W)
-    cos = F.normalize(W, dim=2) @ F.normalize(W, dim=2).transpose(1, 2)
-    both = zero[:, :, None] & zero[:, None, :]
-    one = zero[:, :, None] ^ zero[:, None, :]
-    cos = torch.where(both, torch.ones_like(cos), torch.where(one, torch.zeros_like(cos), cos))
-    off = ~torch.eye(m, dtype=torch.bool)
-    return cos[:, off].mean(dim=1)
-
-
-def _solve_layer_peeled_batch(
-    ratios: np.ndarray,
-    k_major: int,
-    k_minor: int,
-    E_W: float,
-    E_H: float,
-    anchored: bool,
-    steps: int,
-    lr: float,
-    seed: int,
-    dim: int,
-    feature_constraint: str,
-) -> dict[str, np.ndarray]:
-    K = k_major + k_minor
-    P = len(ratios)
-    R = torch.as_tensor(ratios, dtype=torch.float64)
-    # n_k / N per class: majority classes are R times as numerous as minority classes
-    n = torch.ones(P, K, dtype=torch.float64)
-    n[:, :k_major] = R[:, None]
-    class_weight = n / n.sum(dim=1, keepdim=True)  # [P, K]
-    w_energy_weight = torch.full((P, K), 1.0 / K, dtype=torch.float64)
-    h_energy_weight = w_energy_weight if feature_constraint == "class" else class_weight
-
-    gen = torch.Generator().manual_seed(seed)
-
-    def on_boundary(X: torch.Tensor, weights: torch.Tensor, E: float) -> torch.Tensor:
-        energy = (weights * (X * X).sum(dim=2)).sum(dim=1)
-        return X * torch.sqrt(E / energy)[:, None, None]
-
-    # one random start per problem, on the boundary of the constraint set
-    U = on_boundary(
-        torch.randn(P, K, dim, generator=gen, dtype=torch.float64), h_energy_weight, E_H
-    )
-    V = on_boundary(
-        torch.randn(P, K, dim, generator=gen, dtype=torch.float64), w_energy_weight, E_W
-    )
-    if anchored:
-        # scaled simplex: ||w_j||^2 = E_W, so (1/K) sum_j ||w_j||^2 = E_W exactly
-        W_fixed = math.sqrt(E_W) * simplex_prototypes(K, dim, method="etf", seed=seed).double()
-        W_fixed = W_fixed.expand(P, K, dim)
-    params = [U] if anchored else [U, V]
-    for p in params:
-        p.requires_grad_()
-    labels = torch.arange(K).repeat(P)
-
-    def current() -> tuple[torch.Tensor, torch.Tensor]:
-        H = _into_ball(U, h_energy_weight, E_H)
-        W = W_fixed if anchored else _into_ball(V, w_energy_weight, E_W)
-        return W, H
-
-    def objective() -> torch.Tensor:
-        W, H = current()
-        logits = torch.einsum("pkd,pjd->pkj", H, W)  # [P, K classes' features, K logits]
-        ce = F.cross_entropy(logits.reshape(P * K, K), labels, reduction="none")
-        # (R * sum_A CE + sum_B CE) / (k_A R + k_B)
-        return (class_weight * ce.reshape(P, K)).sum(dim=1)  # [P]
-
-    opt = torch.optim.LBFGS(
-        params,
-        lr=lr,
-        max_iter=steps,
-        history_size=50,
-        tolerance_grad=1e-12,
-        tolerance_change=1e-15,
-        line_search_fn="strong_wolfe",
-    )
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad(set_to_none=True)
-        total = objective().sum()  # problems are independent: each sees only its own term
-        total.backward()
-        return total
-
-    with single_thread():
-        opt.step(closure)
-
-    with torch.no_grad():
-        W, H = current()
-        loss = objective()
-        logits = torch.einsum("pkd,pjd->pkj", H, W)
-        eye = torch.eye(K, dtype=torch.bool)
-
-        def margins_of(lg: torch.Tensor) -> torch.Tensor:
-            # gamma_k = w_k . h_k - max_{j != k} w_j . h_k
-            return lg.diagonal(dim1=1, dim2=2) - lg.masked_fill(eye, -math.inf).amax(dim=2)
-
-        margins = margins_of(logits)
-        unit_logits = torch.einsum("pkd,pjd->pkj", _unit(H, E_H), _unit(W, E_W))
-        margins_unit = margins_of(unit_logits)
-        w_energy = (w_energy_weight * (W * W).sum(dim=2)).sum(dim=1)
-        h_energy = (h_energy_weight * (H * H).sum(dim=2)).sum(dim=1)
-        out = {
-            "W": W.clone(),
-            "H": H.clone(),
-            "loss": loss,
-            "minority_cosine": _mean_pairwise_cosine(W[:, k_major:], E_W),
-            "majority_cosine": _mean_pairwise_cosine(W[:, :k_major], E_W),
-            "minority_norm": W[:, k_major:].norm(dim=2).mean(dim=1),
-            "majority_norm": W[:, :k_major].norm(dim=2).mean(dim=1),
-            "margins": margins,
-            "gamma_min": margins.min(dim=1).values,
-            "gamma_min_normalized": margins_unit.min(dim=1).values,
-            "w_energy": w_energy,
-            "h_energy": h_energy,
-        }
-    return {key: value.detach().numpy() for key, value in out.items()}
-
-
-def _check_layer_peeled_args(
-    k_major: Any,
-    k_minor: Any,
-    E_W: Any,
-    E_H: Any,
-    steps: Any,
-    lr: Any,
-    seed: Any,
-    dim: Any,
-    feature_constraint: Any,
-) -> tuple[int, int, float, float, int, float, int, int, str]:
-    k_major = _check_int("k_major", k_major, 1)
-    k_minor = _check_int("k_minor", k_minor, 1)
-    K = k_major + k_minor
-    dim = K if dim is None else _check_int("dim", dim, K - 1)
-    return (
-        k_major,
-        k_minor,
-        _check_positive("E_W", E_W),
-        _check_positive("E_H", E_H),
-        _check_int("steps", steps, 1),
-        _check_positive("lr", lr),
-        _check_int("seed", seed, 0),
-        dim,
-        _check_choice("feature_constraint", feature_constraint, FEATURE_CONSTRAINTS),
-    )
-
-
-def _check_ratios(ratios: Any) -> np.ndarray:
-    r = np.atleast_1d(np.asarray(ratios, dtype=np.float64))
-    if r.ndim != 1 or r.size == 0:
-        raise ValueError(f"ratios must be a non-empty 1-D sequence, got shape {r.shape}")
-    if not np.all(np.isfinite(r)) or np.any(r < 1):
-        raise ValueError(f"every ratio must be a finite number >= 1, got {ratios!r}")
-    return r
-
-
-def solve_layer_peeled(
-    k_major: int = 5,
-    k_minor: int = 5,
-    ratio: float = 1.0,
-    E_W: float = 1.0,
-    E_H: float = 1.0,
-    anchored: bool = False,
-    steps: int = 300,
-    lr: float = 1.0,
-    seed: int = 0,
-    dim: int | None = None,
-    feature_constraint: str = "class",
-) -> dict[str, Any]:
-    r"""Solve the layer-peeled model of an imbalanced problem (Fang et al., PNAS 2021).
-
-    $k_A$ = `k_major` classes with $n_A$ samples each, $k_B$ = `k_minor` classes with $n_B$,
-    ratio $R = n_A / n_B$, $K = k_A + k_B$, $N = k_A n_A + k_B n_B$:
-
-    $$\min_{W, H}\ \frac{1}{N}\sum_{k=1}^{K}\sum_{i=1}^{n_k} \mathrm{CE}(W h_{k,i}, k)
-    \quad \text{s.t.}\quad \frac{1}{K}\sum_{k=1}^{K}\|w_k\|^2 \leq E_W,\quad
-    \frac{1}{K}\sum_{k=1}^{K}\frac{1}{n_k}\sum_{i=1}^{n_k}\|h_{k,i}\|^2 \leq E_H .$$
-
-    **One feature per class.** For fixed $W$ the objective is convex in each $h_{k,i}$ and the
-    constraint is convex, so replacing the features of a class by their mean keeps feasibility
-    and (Jensen) does not increase the loss: some optimum has $h_{k,i} = h_k$, and the program
-    becomes
-    $$\min_{W, H}\ \frac{R \sum_{k \in A}\mathrm{CE}(W h_k, k)
-    + \sum_{k \in B}\mathrm{CE}(W h_k, k)}{k_A R + k_B},$$
-    i.e. the minority terms are down-weighted by $R$. The feature constraint is Fang et al.'s
-    class-averaged one (``feature_constraint="class"``: $\frac{1}{K}\sum_k\|h_k\|^2 \leq E_H$);
-    ``"sample"`` uses the per-sample average $\frac{1}{N}\sum_i \|h_i\|^2 =
-    \sum_k \frac{n_k}{N}\|h_k\|^2 \leq E_H$ instead (the two agree at $R = 1$).
-
-    **Optimisation.** $W$ and $H$ (`[K, dim]`) are the images of free variables $U, V$ under
-    the rescaling into the constraint set, $X = U / \sqrt{\max(1, e(U)/E)}$ (identity inside,
-    radial projection outside; it is onto, so minimising over $U$ solves the constrained
-    problem), and L-BFGS (strong-Wolfe line search, step `lr`, at most `steps` iterations,
-    float64) minimises the loss over $U, V$ from a random start on the boundary. At the solutions
-    found, both constraints are active. ``anchored=True`` fixes $W = \sqrt{E_W}\,
-    W_{\text{simplex}}$ (every $\|w_k\|^2 = E_W$) and optimises $H$ only (PAL, Theorem 4.1).
-
-    **What to expect** ($k_A = k_B = 5$): at $R = 1$ the solution is the simplex
-    (minority cosine $-1/9$, margin $(1 + \frac{1}{9})\sqrt{E_W E_H}$). As $R$ grows the minority
-    classifiers' pairwise cosine rises to 1 (minority collapse) and their margin falls to 0.
-    How fast depends on the budgets: with $E_W = E_H = 1$ the collapse is complete by
-    $R \approx 3$, where the minority classifiers (and features) shrink to the origin;
-    $E_W = E_H = 5$ rises gradually and reaches 1 near $R = 10^{3.6}$.
-    Anchored prototypes keep the cosine at $-1/(K-1)$ and the normalised margin at
-    $1 + \frac{1}{K-1}$ for every $R$ (the unnormalised margin still shrinks with the minority
-    feature norms).
+    **Proof.** Write $w = w^+ - w^-$ with $w^+, w^- \geq 0$ on disjoint coordinates. For
+    $z \geq 0$: $w^\top z = w^{+\top} z - w^{-\top} z \leq w^{+\top} z \leq \|w^+\|\,\|z\|$
+    (Cauchy-Schwarz), so $\cos(z, w) \leq \|w^+\| / \|w\|$. At $z = w^+$ both steps are
+    equalities ($w^{-\top} w^+ = 0$, and $z$ is parallel to $w^+$): the bound is attained.
+    (A prototype with no positive entry is the exception: there the best is its largest
+    entry over $\|w\|$, at the unit vector of that coordinate, and that is returned.)
 
     Args:
-        k_major, k_minor: $k_A, k_B \geq 1$.
-        ratio: $R \geq 1$.
-        E_W, E_H: energy budgets $> 0$.
-        anchored: fix $W$ to the scaled simplex.
-        steps: maximum L-BFGS iterations (100 is enough away from the collapse threshold; 300
-            is accurate to ~1e-2 in the cosine near it).
-        lr: L-BFGS step length.
-        seed: seeds the initialisation.
-        dim: feature dimension, default $K$ (Fang et al. assume $d \geq K$); at least $K - 1$.
-        feature_constraint: ``"class"`` (Fang et al.) or ``"sample"``.
+        W: prototypes as rows, `[num_classes, dim]`, none of them zero.
 
     Returns:
-        dict with ``W`` and ``H`` (`[K, dim]` arrays, majority classes first), ``loss``,
-        ``minority_cosine`` / ``majority_cosine`` (mean pairwise cosine among the minority /
-        majority classifiers; NaN for a single class; a classifier shorter than
-        $10^{-4}\sqrt{E_W}$ has collapsed to the origin: two such count as cosine 1, one such
-        with another as 0), ``minority_norm`` / ``majority_norm`` (mean $\|w_k\|$),
-        ``margins`` (`[K]`, $\gamma_k = w_k^\top h_k - \max_{j \neq k} w_j^\top h_k$ on the
-        solution: all samples of class $k$ share $h_k$), ``gamma_min`` ($\min_k \gamma_k$),
-        ``gamma_min_normalized`` (the same with $w$ and $h$ normalised to unit length, as PAL
-        defines the sample margin; a vector that collapsed to the origin counts as 0), ``w_energy``,
-        ``h_energy`` (the constraint values, $\leq E_W, E_H$), ``ratio`` and ``anchored``.
+        float64 array `[num_classes]`.
     """
-    args = _check_layer_peeled_args(
-        k_major, k_minor, E_W, E_H, steps, lr, seed, dim, feature_constraint
-    )
-    r = _check_ratios(ratio)
-    if r.size != 1:
-        raise ValueError(f"ratio must be a single number, got {ratio!r}")
-    out = _solve_layer_peeled_batch(r, *args[:4], bool(anchored), *args[4:])
-    result: dict[str, Any] = {}
-    for key, value in out.items():
-        result[key] = value[0] if value.ndim > 1 else float(value[0])
-    result["ratio"] = float(r[0])
-    result["anchored"] = bool(anchored)
-    return result
+    W = _prototype_rows(W)
+    norms = np.linalg.norm(W, axis=1)
+    positive = np.linalg.norm(np.maximum(W, 0.0), axis=1)
+    return np.where(positive > 0, positive, W.max(axis=1)) / norms
 
 
-def minority_collapse_sweep(
-    ratios: Any = None,
-    k_major: int = 5,
-    k_minor: int = 5,
-    E_W: float = 1.0,
-    E_H: float = 1.0,
-    anchored: bool = False,
-    steps: int = 300,
-    lr: float = 1.0,
-    seed: int = 0,
-    dim: int | None = None,
-    feature_constraint: str = "class",
-) -> dict[str, np.ndarray]:
-    r"""`solve_layer_peeled` at many imbalance ratios, for plotting.
-
-    All ratios are solved together as one batched program (the problems are independent and
-    share nothing but the line search), so 41 ratios cost about as much as a few: ~1-2 s at
-    the default 300 iterations and well under a second at ``steps=100`` on a 2-core CPU.
-    Default ratios: $R = 10^{0.1 i}$, $i = 0..40$ (Fang et al.'s sweep).
+def orientation_report(W: Any) -> dict[str, np.ndarray]:
+    r"""How well a ReLU feature can point at each prototype, and on how many units it hangs.
 
     Returns:
-        dict of arrays indexed like ``ratios``: ``ratios``, ``minority_cosine``,
-        ``majority_cosine``, ``minority_norm``, ``majority_norm``, ``gamma_min``,
-        ``gamma_min_normalized``, ``loss``, ``w_energy``, ``h_energy``, and ``W``, ``H``
-        (`[len(ratios), K, dim]`), ``margins`` (`[len(ratios), K]`). Keys as in
-        `solve_layer_peeled`.
+        dict of float64 arrays `[num_classes]`:
+
+        * ``"reachable_cosine"``: `reachable_cosine` $\|w^+\| / \|w\|$.
+        * ``"units"``: the participation ratio of the positive part,
+          $(\sum_u (w_u^+)^2)^2 / \sum_u (w_u^+)^4$: the number of units carrying it (exactly
+          $m$ when $w^+$ is spread evenly over $m$ units, 1 for a single unit).
+        * ``"reachable_without_top_unit"``: the reachable cosine once the unit with the largest
+          positive entry is dead (outputs 0 for every input): $\|w^+\|$ without that entry,
+          over $\|w\|$. 0 means one dead ReLU unit leaves no feature that points towards
+          the class.
     """
-    if ratios is None:
-        ratios = 10.0 ** (0.1 * np.arange(41))
-    r = _check_ratios(ratios)
-    args = _check_layer_peeled_args(
-        k_major, k_minor, E_W, E_H, steps, lr, seed, dim, feature_constraint
-    )
-    out = _solve_layer_peeled_batch(r, *args[:4], bool(anchored), *args[4:])
-    out["ratios"] = r
-    return out
+    W = _prototype_rows(W)
+    norms = np.linalg.norm(W, axis=1)
+    plus = np.maximum(W, 0.0)
+    sq = plus**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        units = np.where(sq.sum(axis=1) > 0, sq.sum(axis=1) ** 2 / (sq**2).sum(axis=1), 0.0)
+    without_top = np.sqrt(np.maximum(sq.sum(axis=1) - sq.max(axis=1), 0.0)) / norms
+    return {
+        "reachable_cosine": reachable_cosine(W),
+        "units": units,
+        "reachable_without_top_unit": without_top,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. Margins of LDAM and ELM
+# 4. Margins of LDAM and ELM
 # ----------------------------------------------------------------------------------------------
 def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
     r"""LDAM's per-class margins $\Delta_j = C / n_j^{1/4}$ with $C$ chosen so that

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from palviz.heads import (
     HEAD_KINDS,
+    PROTOTYPE_ORIENTATIONS,
     AnchoredHead,
     CosineHead,
     LinearHead,
@@ -291,3 +292,83 @@ def test_fnpal_scale_one_logits_lie_in_minus_one_one():
     out = head(torch.randn(32, 16))
     assert out.abs().max() <= 1.0 + 1e-6
     assert math.isclose(head.scale, 1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# orientations of the simplex
+# ----------------------------------------------------------------------------------------------
+# simplex_prototypes(10, 64, method="etf", seed=0)[0, :4], recorded before orientations existed
+ETF_10_64_ROW0 = [
+    -0.25896891951560974,
+    0.06257251650094986,
+    -0.033493686467409134,
+    -0.11496477574110031,
+]
+
+
+def test_random_orientation_is_the_default_and_unchanged():
+    W = simplex_prototypes(10, 64, method="etf", seed=0)
+    assert torch.equal(W[0, :4], torch.tensor(ETF_10_64_ROW0, dtype=torch.float32))
+    assert torch.equal(W, simplex_prototypes(10, 64, method="etf", seed=0, orientation="random"))
+    opt = simplex_prototypes(5, 8, method="optimize", seed=1)
+    assert torch.equal(opt, simplex_prototypes(5, 8, "optimize", 1, orientation="random"))
+    assert torch.equal(AnchoredHead(64, 10).prototypes, W)
+
+
+@pytest.mark.parametrize("orientation", PROTOTYPE_ORIENTATIONS)
+@pytest.mark.parametrize(("num_classes", "dim"), [(10, 64), (3, 3), (7, 20), (10, 10)])
+def test_every_orientation_is_a_regular_simplex_of_unit_vectors(orientation, num_classes, dim):
+    W = simplex_prototypes(num_classes, dim, method="etf", orientation=orientation)
+    cos = pairwise_cosines(W)
+    off = cos[~np.eye(num_classes, dtype=bool)]
+    np.testing.assert_allclose(off, -1 / (num_classes - 1), atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(W.double().numpy(), axis=1), 1.0, atol=1e-6)
+
+
+def test_axis_orientation_is_the_centred_coordinate_axes():
+    k, d = 4, 6
+    W = simplex_prototypes(k, d, orientation="axis").double().numpy()
+    expected = np.zeros((k, d))
+    expected[:, :k] = np.eye(k) - 1 / k
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(W, expected, atol=1e-7)
+
+
+def test_block_orientation_puts_each_positive_part_on_its_own_block():
+    k, d = 10, 64
+    m = d // k
+    W = simplex_prototypes(k, d, orientation="block").double().numpy()
+    for i in range(k):
+        positive = np.flatnonzero(W[i] > 0)
+        assert positive.tolist() == list(range(i * m, (i + 1) * m))
+        np.testing.assert_allclose(W[i, positive], W[i, positive[0]], rtol=1e-6)
+    assert np.all(W[:, k * m :] == 0)  # the d - k m leftover units are not used
+
+
+@pytest.mark.parametrize("orientation", ["axis", "block"])
+def test_axis_and_block_need_dim_at_least_num_classes(orientation):
+    message = f"dim must be >= num_classes for orientation='{orientation}', got dim=9"
+    with pytest.raises(ValueError, match=message):
+        simplex_prototypes(10, 9, orientation=orientation)
+
+
+def test_anchored_head_passes_the_orientation_through():
+    head = AnchoredHead(64, 10, orientation="block")
+    assert torch.equal(head.prototypes, simplex_prototypes(10, 64, orientation="block"))
+    assert "orientation='block'" in repr(head)
+    assert "orientation" not in repr(AnchoredHead(64, 10))
+    with pytest.raises(ValueError, match="orientation must be one of"):
+        AnchoredHead(64, 10, orientation="diagonal")
+    with pytest.raises(ValueError, match="cannot be combined with explicit prototypes"):
+        AnchoredHead(3, 3, prototypes=torch.eye(3), orientation="axis")
+
+
+@pytest.mark.parametrize(("num_classes", "dim"), [(10, 16), (4, 3), (6, 5)])
+def test_optimized_features_gather_at_their_own_prototypes(num_classes, dim):
+    # PAL Theorem 3.2: at the minimum of L_0 each feature sits at its own prototype
+    W, history, Z = optimize_prototypes(num_classes, dim, seed=0, return_features=True)
+    W2, _ = optimize_prototypes(num_classes, dim, seed=0)
+    assert torch.equal(W, W2) and Z.shape == W.shape
+    own = (Z.double() * W.double()).sum(dim=1).numpy()
+    np.testing.assert_allclose(np.linalg.norm(Z.double().numpy(), axis=1), 1.0, atol=1e-6)
+    assert np.abs(own - 1.0).max() < 1e-5
