@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from palviz import metrics as pmetrics
+from palviz.data import asymmetric_map
 from palviz.files import resolve_profile
 from palviz.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
 from palviz.runcache import RunResult
@@ -419,3 +420,72 @@ def feature_geometry(result: RunResult) -> dict[str, Any]:
         "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
         "train_counts": result.metrics["train_counts"],
     }
+
+
+def per_class_frame(
+    results: Sequence[RunResult] | pd.DataFrame, key: str = "per_class_acc"
+) -> pd.DataFrame:
+    """The per-class values ``key`` (a key of :data:`PER_CLASS_COLUMNS`) of ``results`` (runs
+    or their :func:`results_frame`) in long form, one row per run and class: ``label``,
+    ``seed``, ``dataset``, ``imbalance_ratio``, ``class``, ``train_count`` (the class's
+    training samples) and ``value`` (NaN for a class without test samples). Classes beyond a
+    run's ``num_classes`` are left out. Seaborn plots this frame directly."""
+    frame = results if isinstance(results, pd.DataFrame) else results_frame(results)
+    prefix = PER_CLASS_COLUMNS[key] + "_"
+    ids = ["label", "seed", "dataset", "imbalance_ratio", "num_classes", "train_counts"]
+    long = frame.reset_index(drop=True).melt(
+        id_vars=ids,
+        value_vars=[c for c in frame if c.startswith(prefix)],
+        var_name="class",
+        value_name="value",
+    )
+    long["class"] = long["class"].str.removeprefix(prefix).astype(int)
+    long = long[long["class"] < long["num_classes"]].copy()
+    pairs = zip(long["train_counts"], long["class"], strict=True)
+    long["train_count"] = [counts[c] for counts, c in pairs]
+    return long.drop(columns=["num_classes", "train_counts"]).reset_index(drop=True)
+
+
+def style_noisy_table(
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]], *, caption: str = ""
+):
+    """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
+    one column per (kind, eta), cells ``mean +- std`` in percent
+    (:func:`~palviz.viz.format_accuracy`, ``-`` where a method did not run), the highest mean
+    of each column in bold (a reading aid, not a ranking), under ``caption``."""
+    columns: list[tuple[str, float]] = []
+    for row in table.values():
+        columns += [c for c in row if c not in columns]
+    frame = pd.DataFrame(
+        [[row.get(c) for c in columns] for row in table.values()],
+        index=pd.Index(list(table), name="method"),
+        columns=pd.MultiIndex.from_tuples(columns, names=["noise", "eta"]),
+    )
+
+    def bold_best(column: pd.Series) -> list[str]:
+        means = [np.nan if v is None else v[0] for v in column]
+        best = np.nanmax(means)
+        return ["font-weight: bold" if m == best else "" for m in means]
+
+    return (
+        frame.style.format(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
+        .apply(bold_best, axis=0)
+        .set_caption(caption)
+    )
+
+
+def transition_rule_error(result: RunResult) -> float:
+    """How far a noisy run's realised transition matrix is from the rule that made its labels:
+    ``int(eta * n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
+    asymmetric: to the class :func:`palviz.data.asymmetric_map` names). The largest absolute
+    difference over the diagonal (symmetric) or the whole matrix (asymmetric)."""
+    T = np.asarray(result.metrics["transition_matrix"], dtype=float)
+    n = np.asarray(result.metrics["train_counts"])
+    eta, kind = result.spec.noise_rate, result.spec.noise_kind
+    flipped = np.array([int(eta * c) for c in n]) / n
+    expected = np.eye(len(n))
+    if kind == "symmetric":
+        return float(np.max(np.abs(np.diag(T) - (1 - flipped))))
+    for s, t in asymmetric_map(result.spec.dataset).items():
+        expected[s, s], expected[s, t] = 1 - flipped[s], flipped[s]
+    return float(np.max(np.abs(T - expected)))
