@@ -293,6 +293,7 @@ def plot_transition_matrix(
         yticklabels=ticks,
     )
     ax.tick_params(axis="y", rotation=0)
+    ax.grid(False)
     ax.set_xlabel(r"noisy training label $j$")
     ax.set_ylabel(r"clean class $i$")
     if title:

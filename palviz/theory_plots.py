@@ -635,6 +635,7 @@ def plot_effective_margins(
         )
         ax.set_facecolor("0.85")  # the diagonal: NaN, no pair
         ax.tick_params(axis="y", rotation=0)
+        ax.grid(False)
         ax.tick_params(labelsize=7)
         ax.set_xlabel(r"strongest wrong class $c^*$ (count)")
         ax.set_ylabel(r"true class $y$ (count)")
