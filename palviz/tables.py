@@ -313,7 +313,8 @@ def noisy_accuracy_table(
     """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
     ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
     appearance; std is NaN for one seed. (A dict rather than a frame: the shape
-    :func:`palviz.viz.plot_accuracy_vs_noise` draws.)"""
+    :func:`format_noisy_table` and :func:`style_noisy_table` print; the figures draw the frame
+    of :func:`results_frame` itself.)"""
     frame = results_frame(results)
     if frame.empty:
         return {}
