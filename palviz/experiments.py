@@ -64,6 +64,7 @@ from palviz.tables import (
     results_frame,
     select_runs,
     stack_over_seeds,
+    style_lt_tables,
     style_noisy_table,
     transition_rule_error,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "scale_sweep",
     "select_runs",
     "stack_over_seeds",
+    "style_lt_tables",
     "style_noisy_table",
     "transition_rule_error",
 ]

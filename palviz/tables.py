@@ -266,32 +266,75 @@ def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
     return frame.to_markdown(index=index, disable_numparse=True, colalign=align)
 
 
+def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
+    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`: the
+    frame's accuracy cells are ``(mean, std)`` or ``None`` (formatted by the caller), the
+    ``published`` cells a fraction or ``None``."""
+    frame = results_frame(results)
+    rows = lt_table(results)
+    out = []
+    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
+        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
+        groups = pmetrics.shot_groups(block[0]["train_counts"])
+        table = pd.DataFrame({"method": [r["method"] for r in block]})
+        table["overall, last epoch"] = [r["last"] for r in block]
+        table["overall, best epoch"] = [r["best"] for r in block]
+        if any(r["published"] is not None for r in block):
+            table["published (paper)"] = [r["published"] for r in block]
+        for g in _GROUPS:
+            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [r[g] for r in block]
+        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
+        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
+            runs, resolve_profile(profile)
+        )
+        out.append((caption, table))
+    return out
+
+
+def _lt_cell(value: Any) -> str:
+    """A cell of :func:`_lt_frames` as text: ``mean +- std`` in percent, a published
+    fraction in percent with two decimals, ``-`` for no published number."""
+    if isinstance(value, tuple) or value is None:
+        return _percent(value)
+    return f"{100 * value:.2f}"
+
+
+def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
+    published = "published (paper)"
+    text = table.copy()
+    for column in text.columns.drop(["method", "seeds"]):
+        text[column] = [_lt_cell(v) for v in text[column]]
+    if published in text:
+        text[published] = ["-" if v is None else _lt_cell(v) for v in table[published]]
+    return text
+
+
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
     """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.viz.format_accuracy`),
     one per data set and imbalance ratio, each under a caption (:func:`lt_caption`) and with
     the shot groups' class counts in the header. A "published" column appears beside the
     best-epoch column when the LDAM-DRW paper has a number for one of the rows."""
-    frame = results_frame(results)
-    rows = lt_table(results)
-    blocks = []
-    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
-        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
-        groups = pmetrics.shot_groups(block[0]["train_counts"])
-        table = pd.DataFrame({"method": [r["method"] for r in block]})
-        table["overall, last epoch"] = [_percent(r["last"]) for r in block]
-        table["overall, best epoch"] = [_percent(r["best"]) for r in block]
-        if any(r["published"] is not None for r in block):
-            table["published (paper)"] = [
-                "-" if r["published"] is None else f"{100 * r['published']:.2f}" for r in block
-            ]
-        for g in _GROUPS:
-            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [_percent(r[g]) for r in block]
-        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
-        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
-            runs, resolve_profile(profile)
-        )
-        blocks.append(caption + "\n\n" + _markdown(table, index=False))
+    blocks = [
+        caption + "\n\n" + _markdown(_lt_text(table), index=False)
+        for caption, table in _lt_frames(results, profile)
+    ]
     return "\n\n".join(blocks) + "\n"
+
+
+def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) -> list:
+    """The tables of :func:`lt_table_markdown` as styled DataFrames for a notebook, one per
+    data set and imbalance ratio, the same cells (``df.style.format``) under the same
+    captions."""
+    styled = []
+    for caption, table in _lt_frames(results, profile):
+        published = [c for c in table.columns if c == "published (paper)"]
+        accuracy = [c for c in table.columns.drop(["method", "seeds"]) if c not in published]
+        style = table.style.format(_lt_cell, subset=accuracy)
+        if published:
+            style = style.format(lambda v: "-" if v is None else _lt_cell(v), subset=published)
+        style = style.hide(axis="index")
+        styled.append(style.set_caption(caption.replace("**", "")))
+    return styled
 
 
 def published_lt_markdown() -> str:
