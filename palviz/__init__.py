@@ -2,8 +2,8 @@
 enlarged large margin loss (ELM).
 
 Modules, one concern each (arrows point one way: experiments -> tables -> recipes ->
-runcache -> train -> models, heads, losses, data, metrics; viz and theory depend on nothing
-above them):
+runcache -> train -> models, heads, losses, data, metrics; viz, its plots and theory depend
+on nothing above them):
 
 - :mod:`palviz.losses`   every loss of the two papers, ``make_loss(name, **kw)``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
@@ -15,7 +15,11 @@ above them):
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach
 - :mod:`palviz.layer_peeled` the layer-peeled model (re-exported by ``palviz.theory``)
-- :mod:`palviz.viz`      one figure style and ``savefig``
+- :mod:`palviz.viz`      one figure style, ``savefig``, class colours, ``sliders``, UMAP
+- :mod:`palviz.theory_plots` the figures of the theory notebooks (01-05)
+- :mod:`palviz.plots_geometry` what a ReLU feature can reach, per orientation (notebook 01)
+- :mod:`palviz.experiment_plots` the experiment figures of 06-08 (seaborn on the results frame)
+- :mod:`palviz.course`   the executed notebooks as offline pages and the course's front page
 - :mod:`palviz.runcache` a run as plain data (``RunSpec``), the run cache, ``run_many``
 - :mod:`palviz.recipes`  named methods, what each profile trains, spec grids
 - :mod:`palviz.tables`   ``results_frame`` (one pandas row per run) and the tables made from it

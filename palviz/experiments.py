@@ -59,10 +59,14 @@ from palviz.tables import (
     lt_table,
     lt_table_markdown,
     noisy_accuracy_table,
+    per_class_frame,
     published_lt_markdown,
     results_frame,
     select_runs,
     stack_over_seeds,
+    style_lt_tables,
+    style_noisy_table,
+    transition_rule_error,
 )
 
 __all__ = [
@@ -98,6 +102,7 @@ __all__ = [
     "noisy_grid",
     "noisy_setup",
     "noisy_spec",
+    "per_class_frame",
     "prepare_data",
     "published_lt_accuracy",
     "published_lt_markdown",
@@ -108,4 +113,7 @@ __all__ = [
     "scale_sweep",
     "select_runs",
     "stack_over_seeds",
+    "style_lt_tables",
+    "style_noisy_table",
+    "transition_rule_error",
 ]

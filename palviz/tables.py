@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from palviz import metrics as pmetrics
+from palviz.data import asymmetric_map
 from palviz.files import resolve_profile
 from palviz.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
 from palviz.runcache import RunResult
@@ -265,32 +266,75 @@ def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
     return frame.to_markdown(index=index, disable_numparse=True, colalign=align)
 
 
+def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
+    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`: the
+    frame's accuracy cells are ``(mean, std)`` or ``None`` (formatted by the caller), the
+    ``published`` cells a fraction or ``None``."""
+    frame = results_frame(results)
+    rows = lt_table(results)
+    out = []
+    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
+        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
+        groups = pmetrics.shot_groups(block[0]["train_counts"])
+        table = pd.DataFrame({"method": [r["method"] for r in block]})
+        table["overall, last epoch"] = [r["last"] for r in block]
+        table["overall, best epoch"] = [r["best"] for r in block]
+        if any(r["published"] is not None for r in block):
+            table["published (paper)"] = [r["published"] for r in block]
+        for g in _GROUPS:
+            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [r[g] for r in block]
+        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
+        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
+            runs, resolve_profile(profile)
+        )
+        out.append((caption, table))
+    return out
+
+
+def _lt_cell(value: Any) -> str:
+    """A cell of :func:`_lt_frames` as text: ``mean +- std`` in percent, a published
+    fraction in percent with two decimals, ``-`` for no published number."""
+    if isinstance(value, tuple) or value is None:
+        return _percent(value)
+    return f"{100 * value:.2f}"
+
+
+def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
+    published = "published (paper)"
+    text = table.copy()
+    for column in text.columns.drop(["method", "seeds"]):
+        text[column] = [_lt_cell(v) for v in text[column]]
+    if published in text:
+        text[published] = ["-" if v is None else _lt_cell(v) for v in table[published]]
+    return text
+
+
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
     """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.viz.format_accuracy`),
     one per data set and imbalance ratio, each under a caption (:func:`lt_caption`) and with
     the shot groups' class counts in the header. A "published" column appears beside the
     best-epoch column when the LDAM-DRW paper has a number for one of the rows."""
-    frame = results_frame(results)
-    rows = lt_table(results)
-    blocks = []
-    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
-        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
-        groups = pmetrics.shot_groups(block[0]["train_counts"])
-        table = pd.DataFrame({"method": [r["method"] for r in block]})
-        table["overall, last epoch"] = [_percent(r["last"]) for r in block]
-        table["overall, best epoch"] = [_percent(r["best"]) for r in block]
-        if any(r["published"] is not None for r in block):
-            table["published (paper)"] = [
-                "-" if r["published"] is None else f"{100 * r['published']:.2f}" for r in block
-            ]
-        for g in _GROUPS:
-            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [_percent(r[g]) for r in block]
-        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
-        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
-            runs, resolve_profile(profile)
-        )
-        blocks.append(caption + "\n\n" + _markdown(table, index=False))
+    blocks = [
+        caption + "\n\n" + _markdown(_lt_text(table), index=False)
+        for caption, table in _lt_frames(results, profile)
+    ]
     return "\n\n".join(blocks) + "\n"
+
+
+def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) -> list:
+    """The tables of :func:`lt_table_markdown` as styled DataFrames for a notebook, one per
+    data set and imbalance ratio, the same cells (``df.style.format``) under the same
+    captions."""
+    styled = []
+    for caption, table in _lt_frames(results, profile):
+        published = [c for c in table.columns if c == "published (paper)"]
+        accuracy = [c for c in table.columns.drop(["method", "seeds"]) if c not in published]
+        style = table.style.format(_lt_cell, subset=accuracy)
+        if published:
+            style = style.format(lambda v: "-" if v is None else _lt_cell(v), subset=published)
+        style = style.hide(axis="index")
+        styled.append(style.set_caption(caption.replace("**", "")))
+    return styled
 
 
 def published_lt_markdown() -> str:
@@ -312,7 +356,8 @@ def noisy_accuracy_table(
     """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
     ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
     appearance; std is NaN for one seed. (A dict rather than a frame: the shape
-    :func:`palviz.viz.plot_accuracy_vs_noise` draws.)"""
+    :func:`format_noisy_table` and :func:`style_noisy_table` print; the figures draw the frame
+    of :func:`results_frame` itself.)"""
     frame = results_frame(results)
     if frame.empty:
         return {}
@@ -419,3 +464,72 @@ def feature_geometry(result: RunResult) -> dict[str, Any]:
         "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
         "train_counts": result.metrics["train_counts"],
     }
+
+
+def per_class_frame(
+    results: Sequence[RunResult] | pd.DataFrame, key: str = "per_class_acc"
+) -> pd.DataFrame:
+    """The per-class values ``key`` (a key of :data:`PER_CLASS_COLUMNS`) of ``results`` (runs
+    or their :func:`results_frame`) in long form, one row per run and class: ``label``,
+    ``seed``, ``dataset``, ``imbalance_ratio``, ``class``, ``train_count`` (the class's
+    training samples) and ``value`` (NaN for a class without test samples). Classes beyond a
+    run's ``num_classes`` are left out. Seaborn plots this frame directly."""
+    frame = results if isinstance(results, pd.DataFrame) else results_frame(results)
+    prefix = PER_CLASS_COLUMNS[key] + "_"
+    ids = ["label", "seed", "dataset", "imbalance_ratio", "num_classes", "train_counts"]
+    long = frame.reset_index(drop=True).melt(
+        id_vars=ids,
+        value_vars=[c for c in frame if c.startswith(prefix)],
+        var_name="class",
+        value_name="value",
+    )
+    long["class"] = long["class"].str.removeprefix(prefix).astype(int)
+    long = long[long["class"] < long["num_classes"]].copy()
+    pairs = zip(long["train_counts"], long["class"], strict=True)
+    long["train_count"] = [counts[c] for counts, c in pairs]
+    return long.drop(columns=["num_classes", "train_counts"]).reset_index(drop=True)
+
+
+def style_noisy_table(
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]], *, caption: str = ""
+):
+    """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
+    one column per (kind, eta), cells ``mean +- std`` in percent
+    (:func:`~palviz.viz.format_accuracy`, ``-`` where a method did not run), the highest mean
+    of each column in bold (a reading aid, not a ranking), under ``caption``."""
+    columns: list[tuple[str, float]] = []
+    for row in table.values():
+        columns += [c for c in row if c not in columns]
+    frame = pd.DataFrame(
+        [[row.get(c) for c in columns] for row in table.values()],
+        index=pd.Index(list(table), name="method"),
+        columns=pd.MultiIndex.from_tuples(columns, names=["noise", "eta"]),
+    )
+
+    def bold_best(column: pd.Series) -> list[str]:
+        means = [np.nan if v is None else v[0] for v in column]
+        best = np.nanmax(means)
+        return ["font-weight: bold" if m == best else "" for m in means]
+
+    return (
+        frame.style.format(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
+        .apply(bold_best, axis=0)
+        .set_caption(caption)
+    )
+
+
+def transition_rule_error(result: RunResult) -> float:
+    """How far a noisy run's realised transition matrix is from the rule that made its labels:
+    ``int(eta * n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
+    asymmetric: to the class :func:`palviz.data.asymmetric_map` names). The largest absolute
+    difference over the diagonal (symmetric) or the whole matrix (asymmetric)."""
+    T = np.asarray(result.metrics["transition_matrix"], dtype=float)
+    n = np.asarray(result.metrics["train_counts"])
+    eta, kind = result.spec.noise_rate, result.spec.noise_kind
+    flipped = np.array([int(eta * c) for c in n]) / n
+    expected = np.eye(len(n))
+    if kind == "symmetric":
+        return float(np.max(np.abs(np.diag(T) - (1 - flipped))))
+    for s, t in asymmetric_map(result.spec.dataset).items():
+        expected[s, s], expected[s, t] = 1 - flipped[s], flipped[s]
+    return float(np.max(np.abs(T - expected)))

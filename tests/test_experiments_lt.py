@@ -179,31 +179,6 @@ def test_feature_geometry_of_a_pal_run_keeps_the_simplex(runs):
     assert geometry["class_mean_cosines"].shape == (k, k)
 
 
-def test_plot_per_class_bars_orders_classes_by_count_and_draws_each_seed():
-    fig, ax = plt.subplots()
-    counts = [5, 50, 20]
-    viz.plot_per_class_bars(
-        ax,
-        {"A": [[0.1, 0.5, 0.2], [0.3, 0.7, 0.2]], "B": [1, 2, 3]},
-        counts,
-        ylabel="acc",
-        percent=True,
-    )
-    labels = [t.get_text() for t in ax.get_xticklabels()]
-    assert labels == ["1\nn=50", "2\nn=20", "0\nn=5"]
-    heights = [p.get_height() for p in ax.patches]
-    assert heights[:3] == pytest.approx([60.0, 20.0, 20.0])  # A's means, most frequent first
-    assert len(ax.lines) == 2  # one dot series per seed of A
-    plt.close(fig)
-
-    fig, ax = plt.subplots()
-    viz.plot_per_class_bars(ax, {"A": np.ones(100)}, list(range(100, 0, -1)), ylabel="acc")
-    assert len(ax.lines) == 1 and not ax.patches  # many classes: a line, not bars
-    with pytest.raises(ValueError, match="must have 100 classes"):
-        viz.plot_per_class_bars(ax, {"A": np.ones(3)}, list(range(100)), ylabel="acc")
-    plt.close(fig)
-
-
 def test_plot_paired_runs_draws_both_variants_of_each_method():
     fig, ax = plt.subplots()
     viz.plot_paired_runs(ax, {"CE": ([0.5, 0.6], [0.7, 0.8]), "LDAM": ([0.6], [0.65])}, ylabel="%")

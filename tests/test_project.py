@@ -118,6 +118,28 @@ def test_notebook_is_stored_without_outputs_and_starts_with_parameters(path):
     )
 
 
+#: A notebook code cell is a call into palviz and a plot; past this many lines, the code
+#: belongs in palviz (the aim is 30).
+MAX_CELL_LINES = 40
+
+
+@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.stem)
+def test_no_notebook_code_cell_is_longer_than_40_lines(path):
+    nb = json.loads(path.read_text())
+    long_cells = {}
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        lines = len(source.splitlines())
+        if lines > MAX_CELL_LINES:
+            long_cells[index] = lines
+    assert not long_cells, (
+        f"{path.name}: code cells longer than {MAX_CELL_LINES} lines (cell index: lines): "
+        f"{long_cells}; move the code into palviz"
+    )
+
+
 def test_folders_resolve_against_the_project_root_from_notebooks(monkeypatch):
     for var in ("PALVIZ_ROOT", "PALVIZ_DATA", "PALVIZ_RUNS", "PALVIZ_FIGURES"):
         monkeypatch.delenv(var, raising=False)

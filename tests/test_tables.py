@@ -101,3 +101,39 @@ def test_one_seed_has_no_spread_and_every_table_formats_it_alike():
     noisy = tables.noisy_accuracy_table(results)
     cells = tables.format_noisy_table(noisy).splitlines()[-1].split("|")
     assert [c.strip() for c in cells[1:3]] == ["CE", "50.0*"]
+
+
+def test_per_class_frame_has_one_row_per_run_and_class_with_its_training_count():
+    results = [lt_result("CE", 0, last=0.5), lt_result("CE", 1, last=0.7)]
+    long = tables.per_class_frame(results)
+    assert len(long) == 2 * 10
+    assert {"label", "seed", "class", "train_count", "value"} <= set(long)
+    first = long[(long["seed"] == 1) & (long["class"] == 9)].iloc[0]
+    assert first["value"] == 0.7 and first["train_count"] == COUNTS[9]
+    norms = tables.per_class_frame(tables.results_frame(results), "feature_norms")
+    assert norms[norms["seed"] == 0]["value"].tolist() == list(np.arange(10.0))
+
+
+def test_styled_tables_show_the_same_cells_as_the_markdown():
+    results = [lt_result("CE", 0, last=0.5), lt_result("CE", 1, last=0.7)]
+    (styled,) = tables.style_lt_tables(results, profile="quick")
+    html = styled.to_html()
+    markdown = tables.lt_table_markdown(results, profile="quick").splitlines()[-1].split("|")
+    assert markdown[2].strip() == "60.0 +- 14.1"
+    assert ">60.0 +- 14.1<" in html and "MNIST-1D-LT, rho = 100" in html
+    noisy = tables.noisy_accuracy_table(results)
+    html = tables.style_noisy_table(noisy, caption="acc").to_html()
+    assert ">60.0 +- 14.1<" in html and "font-weight: bold" in html and ">acc<" in html
+
+
+def test_transition_rule_error_is_zero_for_the_rule_and_sees_a_wrong_flip():
+    counts = [10, 20, 10]
+    spec = noisy_spec("CE", 0.4, profile="smoke")
+    flipped = np.array([int(0.4 * n) for n in counts]) / np.array(counts)
+    T = np.full((3, 3), 0.0) + np.diag(1 - flipped)
+    metrics = {"transition_matrix": T.tolist(), "train_counts": counts}
+    assert tables.transition_rule_error(RunResult(spec, metrics, path=None)) == 0.0
+    T[0, 0] = 0.5
+    metrics["transition_matrix"] = T.tolist()
+    error = tables.transition_rule_error(RunResult(spec, metrics, path=None))
+    assert error == pytest.approx(0.1)

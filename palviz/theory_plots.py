@@ -1,0 +1,657 @@
+"""The figures of the theory notebooks (01-05): simplex prototypes and their angles, minority
+collapse in the layer-peeled model, per-class norms, Lipschitz constants against the scale, and
+the margins of LDAM and ELM. Each function draws on axes it is given (or returns a figure) and
+leaves saving to :func:`palviz.viz.savefig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+
+from palviz import theory
+from palviz.viz import class_colors
+
+__all__ = [
+    "plot_cosine_heatmap",
+    "plot_angle_histogram",
+    "plot_pairwise_cosine_histograms",
+    "plot_simplex_prototypes",
+    "plot_min_angle_vs_dim",
+    "plot_minority_collapse",
+    "plot_gamma_min_vs_ratio",
+    "plot_per_class_lines",
+    "plot_lipschitz_vs_b",
+    "plot_noise_aware_scale",
+    "plot_class_margins",
+    "plot_margin_lines",
+    "plot_hinge_corners",
+    "plot_loss_against_gap",
+    "plot_effective_margins",
+]
+
+
+def plot_cosine_heatmap(ax: mpl.axes.Axes, cosines: np.ndarray, *, title: str | None = None):
+    """Heatmap of a (k, k) matrix of prototype cosines on a fixed [-1, 1] colour scale."""
+    image = ax.imshow(np.asarray(cosines), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xlabel("class j")
+    ax.set_ylabel("class i")
+    for axis in (ax.xaxis, ax.yaxis):  # class numbers, never 2.5
+        axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=10))
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    return image
+
+
+def plot_angle_histogram(ax: mpl.axes.Axes, angles_deg: np.ndarray, num_classes: int) -> None:
+    """Histogram of pairwise prototype angles with the simplex angle arccos(-1/(k-1)) dashed.
+
+    The bins follow the data: when every angle sits within a degree of the simplex angle
+    (as it does once the simplex is found), the axis zooms in so the bar is visible."""
+    angles = np.asarray(angles_deg, dtype=float)
+    simplex = float(np.degrees(np.arccos(-1.0 / (num_classes - 1))))
+    lo, hi = min(angles.min(), simplex), max(angles.max(), simplex)
+    pad = max(0.5, 0.1 * (hi - lo))
+    bins = np.linspace(lo - pad, hi + pad, 41)
+    ax.hist(angles, bins=bins, color="C0", label=f"{len(angles)} prototype pairs")
+    ax.axvline(simplex, color="C3", ls="--", label=f"simplex angle {simplex:.2f}°")
+    ax.set_xlim(bins[0], bins[-1])
+    ax.set_xlabel("pairwise angle (degrees)")
+    ax.set_ylabel("number of prototype pairs")
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), ncols=2, fontsize=8)
+
+
+def plot_pairwise_cosine_histograms(
+    ax_full: mpl.axes.Axes,
+    ax_zoom: mpl.axes.Axes,
+    cosines: Mapping[str, np.ndarray],
+    *,
+    num_classes: int,
+    dim: int,
+    zoom: Sequence[str],
+    colors: Sequence[str] = ("0.6", "C0", "C3"),
+) -> None:
+    """Histograms of pairwise prototype cosines (notebook 01).
+
+    ``cosines`` maps a label to the :math:`k(k-1)/2` off-diagonal cosines of one prototype set
+    (drawn in ``colors`` order); ``ax_full`` shows them all on :math:`[-1, 1]` (log counts)
+    with the simplex value :math:`-1/(k-1)` dashed, ``ax_zoom`` the distance from that value in
+    millionths for the labels in ``zoom`` (values beyond :math:`\\pm 20` are piled at the
+    edges)."""
+    k = num_classes
+    for (label, cos), color in zip(cosines.items(), colors, strict=True):
+        cos = np.asarray(cos)
+        ax_full.hist(cos, bins=np.linspace(-1, 1, 201), color=color, alpha=0.7, label=label)
+        if label in zoom:
+            error_in_millionths = np.clip(1e6 * (cos + 1 / (k - 1)), -20, 20)
+            ax_zoom.hist(
+                error_in_millionths, np.linspace(-20, 20, 81), color=color, alpha=0.6, label=label
+            )
+    for ax in (ax_full, ax_zoom):
+        ax.set_ylabel("number of prototype pairs")
+    ax_full.set_yscale("log")
+    ax_full.axvline(-1 / (k - 1), color="k", ls="--", lw=1, label=f"-1/(k-1) = {-1 / (k - 1):.4f}")
+    ax_full.set_xlabel(r"pairwise cosine $w_i^\top w_j$")
+    ax_full.set_title(f"k = {k} prototypes in d = {dim}: all {k * (k - 1) // 2} pairs")
+    ax_full.legend(loc="upper left")
+    ax_zoom.axvline(0, color="k", ls="--", lw=1)
+    ax_zoom.set_xlabel(r"$(w_i^\top w_j + 1/(k-1)) \times 10^{6}$")
+    ax_zoom.set_title(
+        "zoom: distance from $-1/(k-1)$ (the check allows $\\pm 1000 \\times 10^{-6}$)"
+    )
+    ax_zoom.legend()
+
+
+def plot_simplex_prototypes(ax: mpl.axes.Axes, W: np.ndarray) -> None:
+    """Unit prototypes ``W`` (``[k, d]``, ``d`` = 2 or 3) as arrows from the origin, vertices
+    joined, on the unit circle (``d = 2``, equal aspect) or inside a wire-frame unit sphere
+    (``d = 3``; ``ax`` must be a 3-D axes), as in notebook 01's triangle and tetrahedron.
+    Axis labels are set; the title is the caller's."""
+    import itertools
+
+    from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+    W = np.asarray(W)
+    k, d = W.shape
+    colors = class_colors(k)
+    t = np.linspace(0, 2 * np.pi, 60)
+    if d == 2:
+        ax.plot(np.cos(t), np.sin(t), color="0.8", lw=1)
+        ax.fill(*W[[*range(k), 0]].T, color="C0", alpha=0.08)
+    else:
+        u, v = np.meshgrid(t, np.linspace(0, np.pi, 30))
+        sphere = np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v)
+        ax.plot_wireframe(*sphere, color="0.75", lw=0.4, rstride=3, cstride=4)
+        faces = [W[list(face)] for face in itertools.combinations(range(k), 3)]
+        ax.add_collection3d(Poly3DCollection(faces, facecolor="C0", edgecolor="none", alpha=0.08))
+        for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+            axis.set_ticks([-1, 0, 1])
+            axis.set_pane_color((1, 1, 1, 0))
+    for i in range(k):
+        for j in range(i + 1, k):
+            ax.plot(*W[[i, j]].T, color="0.3", lw=1)
+        ax.plot(*np.stack([np.zeros(d), W[i]]).T, color=colors[i], lw=2.5)
+        ax.scatter(*W[i], color=colors[i], s=40, zorder=5)
+        ax.text(*(1.15 * W[i]), f"$w_{i + 1}$", ha="center", va="center")
+    if d == 2:
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.3, 1.3)
+    else:
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_zlabel("$x_3$")
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+
+
+def plot_min_angle_vs_dim(
+    ax: mpl.axes.Axes,
+    min_angles: Mapping[int, float],
+    *,
+    simplex_angle: float,
+    num_classes: int,
+    seed: int,
+) -> None:
+    """Minimum pairwise prototype angle (degrees) reached for each feature dimension ``d``
+    (``min_angles = {d: angle}``, notebook 01), against the simplex angle ``simplex_angle``
+    (dashed; it needs ``d >= k - 1``) and the regular ``k``-gon's :math:`360°/k` at ``d = 2``
+    (star)."""
+    k = num_classes
+    dims = list(min_angles)
+    ax.plot(
+        dims, [min_angles[d] for d in dims], "o-", label="min angle reached by minimising $L_0$"
+    )
+    ax.axhline(
+        simplex_angle,
+        color="C3",
+        ls="--",
+        label=f"simplex angle arccos(-1/(k-1)) = {simplex_angle:.2f}° (needs d ≥ {k - 1})",
+    )
+    ax.plot([2], [360 / k], "k*", ms=12, label=f"regular {k}-gon on the circle: 360°/k")
+    for d in dims:
+        ax.annotate(
+            f"{min_angles[d]:.1f}°",
+            (d, min_angles[d]),
+            textcoords="offset points",
+            xytext=(0, -14),
+            ha="center",
+            fontsize=8,
+        )
+    ax.set_xticks(dims)
+    ax.set_xlabel("feature dimension d")
+    ax.set_ylabel("minimum pairwise angle (degrees)")
+    ax.set_title(f"k = {k} prototypes in d < k - 1 dimensions (seed {seed})")
+    ax.set_ylim(0, simplex_angle + 15)
+    ax.legend(loc="lower right")
+
+
+def plot_minority_collapse(
+    ax: mpl.axes.Axes,
+    ratios: Sequence[float],
+    learned: Mapping[str, np.ndarray],
+    learned_unit: Mapping[str, np.ndarray],
+    anchored: Mapping[str, np.ndarray],
+    *,
+    simplex_cosine: float,
+    energy: float,
+    k_major: int,
+    k_minor: int,
+) -> None:
+    """Minority collapse in the layer-peeled model (notebook 02): the average pairwise cosine
+    of the minority (and majority) classifiers over the imbalance ratio ``ratios`` (log ``x``).
+
+    ``learned``, ``learned_unit`` (budget 1) and ``anchored`` are sweeps from
+    :func:`palviz.theory.minority_collapse_sweep` (keys ``minority_cosine`` and
+    ``majority_cosine``, one value per ratio); ``simplex_cosine`` is :math:`-1/(K-1)` and
+    ``energy`` the budget :math:`E_W = E_H` of ``learned`` and ``anchored``."""
+    curves = (
+        (
+            learned,
+            "minority_cosine",
+            dict(fmt="o-", ms=3, color="C3"),
+            f"learned minority classifiers, $E_W = E_H = {energy:g}$",
+        ),
+        (
+            learned_unit,
+            "minority_cosine",
+            dict(fmt="s:", ms=3, color="C1"),
+            "learned minority classifiers, $E_W = E_H = 1$",
+        ),
+        (
+            learned,
+            "majority_cosine",
+            dict(fmt="-", lw=1, color="C3", alpha=0.5),
+            f"learned majority classifiers, $E_W = E_H = {energy:g}$",
+        ),
+        (
+            anchored,
+            "minority_cosine",
+            dict(fmt="-", lw=2.5, color="C0"),
+            "anchored prototypes (PAL), any budget",
+        ),
+    )
+    for sweep, key, style, label in curves:
+        style = dict(style)
+        ax.semilogx(ratios, sweep[key], style.pop("fmt"), label=label, **style)
+    ax.axhline(simplex_cosine, color="k", ls="--", lw=1)
+    ax.annotate(
+        f"simplex: $-1/(K-1) = {simplex_cosine:.3f}$",
+        (1.1, simplex_cosine),
+        xytext=(0, -14),
+        textcoords="offset points",
+        fontsize=8,
+    )
+    ax.axhline(1, color="0.5", ls=":", lw=1)
+    ax.annotate(
+        "collapse: cosine 1",
+        (1.1, 1),
+        xytext=(0, -12),
+        textcoords="offset points",
+        fontsize=8,
+    )
+    ax.set_xlabel("imbalance ratio $R = n_A / n_B$ (log scale)")
+    ax.set_ylabel("average pairwise cosine")
+    ax.set_ylim(-0.3, 1.1)
+    ax.set_title(
+        f"Layer-peeled model, $k_A = {k_major}$ majority and $k_B = {k_minor}$ minority classes"
+    )
+    ax.legend(loc="center left", bbox_to_anchor=(0.2, 0.62))
+
+
+def plot_gamma_min_vs_ratio(
+    ax_unit: mpl.axes.Axes,
+    ax_raw: mpl.axes.Axes,
+    ratios: Sequence[float],
+    learned: Mapping[str, np.ndarray],
+    anchored: Mapping[str, np.ndarray],
+    *,
+    gamma_max: float,
+    energy: float,
+) -> None:
+    """The minimal margin :math:`\\gamma_{\\min}` of the layer-peeled model over the imbalance
+    ratio (notebook 02): PAL's normalised margin (keys ``gamma_min_normalized``) on
+    ``ax_unit``, with its largest possible value ``gamma_max`` = :math:`1 + 1/(K-1)` dashed,
+    and the margin as solved (``gamma_min``) on ``ax_raw``, for the ``learned`` and
+    ``anchored`` sweeps."""
+    for ax, key in [(ax_unit, "gamma_min_normalized"), (ax_raw, "gamma_min")]:
+        ax.semilogx(ratios, learned[key], "o-", ms=3, color="C3", label="learned classifiers")
+        ax.semilogx(
+            ratios,
+            anchored[key],
+            "-",
+            lw=2.5,
+            color="C0",
+            label="anchored prototypes (PAL)",
+        )
+        ax.set_xlabel("imbalance ratio $R$ (log scale)")
+        ax.axhline(0, color="0.5", lw=0.8)
+        ax.legend()
+    ax_unit.axhline(
+        gamma_max,
+        color="k",
+        ls="--",
+        lw=1,
+        label=f"largest possible: $1 + 1/(K-1) = {gamma_max:.3f}$",
+    )
+    ax_unit.legend()
+    ax_unit.set_ylabel(r"$\gamma_{\min}$ (unit $w$ and $h$)")
+    ax_unit.set_title("normalised margin (PAL's definition)")
+    ax_raw.set_ylabel(r"$\gamma_{\min}$ (as solved, $E_W = E_H = " + f"{energy:g}$)")
+    ax_raw.set_title("unnormalised margin in the layer-peeled model")
+
+
+def plot_per_class_lines(
+    ax: mpl.axes.Axes,
+    values: Mapping[str, Sequence[float]],
+    counts: Sequence[int],
+    *,
+    ylabel: str,
+    colors: Sequence | None = None,
+    reference: float | None = None,
+) -> None:
+    """One line per entry of ``values`` (``{label: per-class values}``, indexed by class),
+    classes ordered by training ``counts``, most frequent first, each tick naming the class and
+    its count (notebook 03's norms and confidences). ``colors`` gives one colour per line;
+    ``reference`` draws a thin black horizontal line at that value (e.g. 0)."""
+    counts = np.asarray(counts)
+    order = np.argsort(-counts, kind="stable")
+    colors = [None] * len(values) if colors is None else list(colors)
+    for (label, v), color in zip(values.items(), colors, strict=True):
+        ax.plot(np.asarray(v)[order], "o-", ms=4, color=color, label=label)
+    if reference is not None:
+        ax.axhline(reference, color="k", lw=0.8)
+    ax.set_xticks(range(len(order)), [f"{c}\n(n={counts[c]})" for c in order], fontsize=7)
+    ax.set_xlabel("class (training count), most frequent first")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+
+
+def plot_lipschitz_vs_b(
+    ax: mpl.axes.Axes,
+    b: Sequence[float],
+    lambda_pal: Sequence[float],
+    case3: Sequence[float],
+    k_bound: float,
+    *,
+    num_classes: int,
+    numeric: Mapping[str, Mapping[float, float]] | None = None,
+) -> None:
+    """PAL's Proposition 4.5 against Section A.7.2 (notebook 04): the Lipschitz constant of
+    CE summed over labels versus the feature norm ``b`` on a log ``y`` axis.
+
+    ``lambda_pal`` and ``case3`` are the closed forms evaluated at ``b`` (anchored simplex and
+    the unit-learnable-prototype lower bound), ``k_bound`` the case-2 bound ``k``; ``numeric``
+    (``{"anchored": {B: estimate}, "unanchored": {B: estimate}}``, either optional) adds the
+    gradient-ascent estimates as open markers."""
+    ax.semilogy(
+        b,
+        case3,
+        color="C3",
+        label="case 3: unit learnable $w$, $\\|z\\| = B$ (lower bound)",
+    )
+    ax.axhline(
+        k_bound,
+        color="C1",
+        ls="--",
+        label="case 2: unit learnable $w$, free $z$: $\\geq k$",
+    )
+    ax.semilogy(
+        b,
+        lambda_pal,
+        color="C0",
+        lw=2,
+        label="$\\lambda_{PAL}$: anchored simplex, $\\|z\\| = B$",
+    )
+    if numeric:
+        markers = (
+            ("anchored", "o", "C0", 8, "gradient ascent, anchored $W$"),
+            ("unanchored", "s", "C3", 7, "gradient ascent, free unit $W$"),
+        )
+        for key, marker, color, size, label in markers:
+            xs = sorted(numeric.get(key, {}))
+            if xs:
+                ax.plot(
+                    xs,
+                    [numeric[key][v] for v in xs],
+                    marker,
+                    mfc="none",
+                    color=color,
+                    ms=size,
+                    label=label,
+                )
+    ax.set_xlabel("feature norm $B = \\|z\\|$ (= scale $s$ in FNPAL)")
+    ax.set_ylabel("Lipschitz constant of $L_W(z)$")
+    ax.set_title(f"k = {num_classes}: CE summed over labels")
+    ax.legend(loc="lower right")
+
+
+def plot_noise_aware_scale(
+    ax_lambda: mpl.axes.Axes,
+    ax_confidence: mpl.axes.Axes,
+    s: Sequence[float],
+    lambda_pal: Sequence[float],
+    max_confidence: Sequence[float],
+    chosen: Sequence[tuple[float, float, float, float]],
+    *,
+    num_classes: int,
+) -> None:
+    """The trade-off of FNPAL's scale (notebook 04): ``lambda_pal`` (robustness, log scale) on
+    ``ax_lambda`` and the largest confidence ``max_confidence`` (fitting ability) on
+    ``ax_confidence``, both over the scales ``s`` (log ``x`` axis). ``chosen`` rows
+    ``(eta, s, lambda, p_max)`` mark the noise-aware scale picked for each noise rate."""
+    k = num_classes
+    ax_lambda.plot(s, lambda_pal, color="C0", label="$\\lambda_{PAL}(s)$")
+    ax_confidence.plot(s, max_confidence, color="C2", label="$p_{\\max}(s)$")
+    for i, (eta, s_eta, lam, p) in enumerate(chosen):
+        # label beside the point: left for the first, then alternately above-left and below-right
+        offset, align = (
+            [((-6, 8), "right"), ((6, -14), "left")][i % 2] if i else ((-10, -3), "right")
+        )
+        for ax, value in ((ax_lambda, lam), (ax_confidence, p)):
+            ax.plot(s_eta, value, "o", color="k", ms=6)
+            ax.annotate(
+                f"η = {eta:g}",
+                (s_eta, value),
+                textcoords="offset points",
+                xytext=offset,
+                ha=align,
+                fontsize=8,
+            )
+    ax_lambda.axhline(k, color="0.5", ls=":", lw=1, label="$k$ (limit as $s \\to \\infty$)")
+    ax_confidence.axhline(1 / k, color="0.5", ls=":", lw=1, label="$1/k$ (uniform, $s \\to 0$)")
+    ax_lambda.set_ylabel("Lipschitz constant $\\lambda_{PAL}$\n(lower: tighter noise bound)")
+    ax_confidence.set_ylabel("largest confidence $p_{\\max}$\n(higher: more fitting ability)")
+    ax_lambda.set_title("Robustness side: $\\lambda_{PAL}(s)$")
+    ax_confidence.set_title("Fitting side: $p_{\\max}(s)$")
+    ax_lambda.set_yscale("log")
+    ax_confidence.set_ylim(0, 1.05)
+    for ax in (ax_lambda, ax_confidence):
+        ax.set_xscale("log")
+        ax.set_xlabel("scale $s$ = feature norm $B$ (log scale)")
+        ax.legend(loc="lower right")
+
+
+# ---- margins of LDAM and ELM (notebook 05) ----
+
+
+def _count_ticks(counts: Sequence[int]) -> list[str]:
+    return [f"{j}\n{n}" for j, n in enumerate(counts)]
+
+
+def plot_class_margins(
+    ax: mpl.axes.Axes, delta: Sequence[float], counts: Sequence[int], *, title: str
+) -> None:
+    r"""LDAM's per-class margins $\Delta_j$ as bars in class colours, each bar labelled with its
+    value, the class and its training count under it."""
+    k = len(counts)
+    bars = ax.bar(range(k), delta, color=class_colors(k))
+    ax.bar_label(bars, fmt="%.3f", fontsize=7)
+    ax.set_xticks(range(k), _count_ticks(counts), fontsize=8)
+    ax.set_xlabel("class j (top) and its training count $n_j$ (bottom)")
+    ax.set_ylabel(r"margin $\Delta_j$ (cosine-logit units)")
+    ax.set_title(title)
+
+
+def plot_margin_lines(
+    ax: mpl.axes.Axes,
+    lines: Sequence[tuple[float, object]],
+    title: str,
+    arrows: Sequence[tuple[float, float, float, str]] = (),
+    ldam: float | None = None,
+) -> None:
+    r"""The logit plane of the target logit $z_y$ against the strongest wrong one $z_{c^*}$
+    (cosine units): the diagonal $z_y = z_{c^*}$, one shaded margin line $z_y = z_{c^*} + m$ per
+    ``(m, colour)`` of ``lines``, LDAM's line dashed at ``ldam``, and ``arrows``
+    ``(x, from offset, to offset, text)`` that measure margins vertically."""
+    t = np.array([-1.0, 1.0])
+    ax.plot(t, t, color="k", lw=1.8)
+    for off, col in lines:
+        ax.plot(t, t + off, color=col, lw=1.2)
+        ax.fill_between(t, t, t + off, color=col, alpha=0.06, lw=0)
+    if ldam is not None:
+        ax.plot(t, t + ldam, "k--", lw=1.2, label=rf"LDAM's line, $\Delta_y$ = {ldam:.3f}")
+        ax.legend(loc="upper left")
+    for x, lo, hi, text in arrows:
+        ax.annotate("", (x, x + hi), (x, x + lo), arrowprops={"arrowstyle": "->", "lw": 1.2})
+        box = {"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1}
+        ax.text(x + 0.02, x + (lo + hi) / 2, text, fontsize=8, va="center", bbox=box)
+    ax.set(xlim=(-0.6, 0.6), ylim=(-0.6, 0.6), aspect="equal", title=title)
+    ax.set_xlabel(r"strongest wrong logit $z_{c^*}$ (cosine)")
+    ax.set_ylabel(r"target logit $z_y$ (cosine)")
+
+
+def plot_hinge_corners(
+    counts: Sequence[int], max_m: float, lam: float, s: float, *, imbalance_ratio: float
+) -> mpl.figure.Figure:
+    r"""Notebook 05's four logit planes: (a) plain CE on $s z$ with its band $\log(C-1)/s$,
+    (b) LDAM's line per true class, (c, d) ELM's lines $\Delta_y - \lambda\Delta_{c^*}$ for the
+    rarest and the most frequent true class, LDAM's line dashed beside them."""
+    C = len(counts)
+    delta = theory.ldam_margins(counts, max_m)
+    elm = theory.elm_effective_margins(counts, max_m, lam)
+    colors = class_colors(C)
+    rarest, commonest = int(np.argmin(counts)), int(np.argmax(counts))
+    band = np.log(C - 1) / s
+    fig, axes = plt.subplots(2, 2, figsize=(10, 9.2))
+    plot_margin_lines(
+        axes[0, 0],
+        [(band, "tab:gray")],
+        r"(a) plain CE on $s\mathbf{z}$ (LMSCE view): $\hat\rho/s$",
+        [(-0.1, 0, band, rf"$\hat\rho/s \leq \log(C-1)/s$ = {band:.3f}")],
+    )
+    axes[0, 0].text(
+        0.05,
+        -0.45,
+        "decision boundary\n$z_y = z_{c^*}$\n(= margin when one\nwrong logit dominates)",
+        fontsize=8,
+    )
+    plot_margin_lines(
+        axes[0, 1],
+        [(delta[j], colors[j]) for j in range(C)],
+        r"(b) LDAM: $\Delta_y$, one line per true class $y$",
+        [
+            (-0.45, 0, delta[rarest], rf"$\Delta_{rarest}$ = {delta[rarest]:.2f}"),
+            (0.2, 0, delta[commonest], rf"$\Delta_{commonest}$ = {delta[commonest]:.2f}"),
+        ],
+    )
+    for ax, yy, cc, tag in [
+        (axes[1, 0], rarest, commonest, "c"),
+        (axes[1, 1], commonest, rarest, "d"),
+    ]:
+        rival = (
+            rf"$-\lambda\Delta_{cc}$ = {-lam * delta[cc]:.2f}"
+            + f"\n(c* = {cc}: {elm[yy, cc]:+.3f})"
+        )
+        plot_margin_lines(
+            ax,
+            [(elm[yy, c], colors[c]) for c in range(C) if c != yy],
+            rf"({tag}) ELM, true class {yy} (n = {counts[yy]}): $\Delta_y - \lambda\Delta_{{c^*}}$",
+            [
+                (-0.5, 0, delta[yy], rf"$\Delta_{yy}$ = {delta[yy]:.2f}"),
+                (-0.15 if yy == rarest else 0.25, delta[yy], elm[yy, cc], rival),
+            ],
+            ldam=delta[yy],
+        )
+    handles = [
+        plt.Line2D([], [], color=colors[j], label=f"class {j} (n = {counts[j]})") for j in range(C)
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside right center",
+        title="line colour:\n(b) true class y\n(c, d) wrong class c*",
+    )
+    fig.suptitle(
+        f"Hinge corners in the logit plane: CIFAR-10-LT rho = {imbalance_ratio}, M = {max_m}, "
+        f"lambda = {lam}, s = {s}"
+    )
+    return fig
+
+
+def plot_loss_against_gap(
+    ax: mpl.axes.Axes,
+    curves: Sequence[tuple[str, Callable, np.ndarray, object]],
+    true_class: int,
+    rival: int,
+    counts: Sequence[int],
+    *,
+    s: float,
+    others_below: float,
+    gaps: np.ndarray,
+) -> float:
+    r"""The loss of one sample against the gap $z_y - z_{c^*}$ (notebook 05), one line per
+    ``(label, loss(logits, target), margin matrix [y, c*], colour)`` of ``curves``, with the
+    hinge corner each margin predicts (loss $\log 2$ at gap $m + \hat\rho/s$) as a dot and
+    arrows for LDAM's $+\Delta_y$ and ELM's $-\lambda\Delta_{c^*}$ (``curves[1]`` and
+    ``curves[2]``). Returns the largest $|$loss at a predicted corner $- \log 2|$."""
+    C = len(counts)
+    rho_s = np.log(1 + (C - 2) * np.exp(-s * others_below))  # rho_hat of these logits
+    zz = theory.logits_along_gap(gaps, true_class, rival, C, others_below)
+    target = torch.tensor([true_class])
+    worst = 0.0
+    for label, loss, margin, col in curves:
+        values = [loss(zz[g : g + 1], target).item() for g in range(len(gaps))]
+        corner = margin[true_class, rival] + rho_s / s  # loss = softplus(0) = log 2 here
+        at = loss(theory.logits_along_gap([corner], true_class, rival, C, others_below), target)
+        worst = max(worst, abs(at.item() - np.log(2)))
+        ax.plot(gaps, values, color=col, label=f"{label} = {margin[true_class, rival]:+.3f}")
+        ax.plot([corner], [np.log(2)], "o", color=col, ms=5)
+    ax.axhline(np.log(2), color="k", lw=0.8, ls=":")
+    ax.axvline(0, color="k", lw=0.8)
+    c_ce, c_ldam, c_elm = (curves[i][2][true_class, rival] + rho_s / s for i in range(3))
+    for start, end, height, text in [
+        (c_ce, c_ldam, 2.6, rf"$+\Delta_{true_class}$"),
+        (c_ldam, c_elm, 1.6, rf"$-\lambda\Delta_{rival}$"),
+    ]:
+        ax.annotate("", (end, height), (start, height), arrowprops={"arrowstyle": "->"})
+        ax.text((start + end) / 2, height + 0.3, text, ha="center", fontsize=9)
+    ax.set(
+        title=f"true class {true_class} (n = {counts[true_class]}), strongest wrong class "
+        f"{rival} (n = {counts[rival]})",
+        ylim=(0, 12),
+    )
+    ax.set_xlabel(r"gap $z_y - z_{c^*}$ (cosine-logit units; right of 0 = correct)")
+    ax.legend(title=r"margin asked by the loss (plus $\hat\rho/s$)", loc="upper right")
+    return worst
+
+
+def plot_effective_margins(
+    counts: Sequence[int], max_m: float, lam: float, *, imbalance_ratio: float
+) -> mpl.figure.Figure:
+    r"""Side-by-side heatmaps (seaborn) of the margin each loss asks of a pair (true class $y$,
+    strongest wrong class $c^*$): LDAM's $\Delta_y$, ELM's $\Delta_y - \lambda\Delta_{c^*}$
+    and ELM's without $\Delta_y$, on one diverging scale $[-M, M]$, each cell annotated (up to
+    12 classes); the diagonal (no pair) is grey."""
+    C = len(counts)
+    d = theory.ldam_margins(counts, max_m)
+    maps = {
+        r"LDAM: $\Delta_y$": np.where(np.eye(C, dtype=bool), np.nan, np.tile(d[:, None], C)),
+        r"ELM: $\Delta_y - \lambda\Delta_{c^*}$": theory.elm_effective_margins(counts, max_m, lam),
+        r"ELM w/o $\Delta_y$: $-\lambda\Delta_{c^*}$": theory.elm_effective_margins(
+            counts, max_m, lam, False
+        ),
+    }
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2))
+    for ax, (title, m) in zip(axes, maps.items(), strict=True):
+        sns.heatmap(
+            m,
+            ax=ax,
+            cmap="RdBu_r",
+            vmin=-max_m,
+            vmax=max_m,
+            center=0,
+            annot=C <= 12,
+            fmt=".2f",
+            annot_kws={"fontsize": 6.5},
+            cbar=False,
+            square=True,
+            xticklabels=_count_ticks(counts),
+            yticklabels=[f"{j} ({n})" for j, n in enumerate(counts)],
+        )
+        ax.set_facecolor("0.85")  # the diagonal: NaN, no pair
+        ax.tick_params(axis="y", rotation=0)
+        ax.grid(False)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel(r"strongest wrong class $c^*$ (count)")
+        ax.set_ylabel(r"true class $y$ (count)")
+        ax.set_title(title)
+    fig.colorbar(
+        axes[0].collections[0],
+        ax=axes,
+        shrink=0.8,
+        label=r"required lead $z_y - z_{c^*}$ (cosine logits, $+\hat\rho/s$)",
+    )
+    off = ~np.eye(C, dtype=bool)
+    ldam_m, elm_m = list(maps.values())[:2]
+    smaller = np.mean(elm_m[off] < ldam_m[off])
+    fig.suptitle(
+        f"CIFAR-10-LT rho = {imbalance_ratio}, M = {max_m:.2f}, lambda = {lam:.2f}: ELM's margin "
+        f"is below LDAM's in {smaller:.0%} of the {off.sum()} pairs (ELM range "
+        f"[{np.nanmin(elm_m):.3f}, {np.nanmax(elm_m):.3f}])"
+    )
+    return fig
