@@ -3,7 +3,10 @@
 ::
 
     palviz figures [--profile smoke|quick|paper] [--only 00 06 ...] [--download]
-    palviz runs [--clear] [--keys KEY ...]
+    palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
+    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE]
+    palviz train SPECFILE [--index I]
+    palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
 
@@ -12,6 +15,11 @@ JupyterLab), leaves their figures in ``figures/`` and writes executed copies to
 ``build/<profile>/`` as ``.ipynb`` and offline ``.html`` pages, with a front page
 ``build/<profile>/index.html`` (see :mod:`palviz.course`). Training results come from the run cache
 (``runs/``), so a second ``figures`` only re-renders.
+
+``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
+data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
+cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains every missing run
+of a plan through a local pool, submitit (Slurm) or Dask (see docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -159,6 +167,8 @@ def cmd_download(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
+    if args.check:
+        return cmd_check(args)
     if args.clear:
         n = clear_runs(args.keys or None)
         print(f"deleted {n} cached run(s)")
@@ -175,6 +185,148 @@ def cmd_runs(args: argparse.Namespace) -> int:
             f"{r['head']:8} {r['epochs'] or 0:>4} {acc:>6}  {r['bytes'] / 1e6:.1f}"
         )
     print(f"{len(rows)} run(s), {sum(r['bytes'] for r in rows) / 1e6:.1f} MB")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from palviz.runcache import check_runs
+
+    rows = check_runs(fix=args.fix)
+    if not rows:
+        print("no cached runs")
+        return 0
+    for r in rows:
+        if r["status"] != "ok":
+            where = f" -> moved to {r['moved_to']}" if "moved_to" in r else ""
+            print(
+                f"{r['key']:16}  {r['label'][:18]:18} {r['status']:10} {r['problem'] or ''}{where}"
+            )
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "broken")}
+    print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    if counts["broken"] and not args.fix:
+        print("move the broken entries aside (to runs/.broken/) with: palviz runs --check --fix")
+    return 1 if counts["broken"] and not args.fix else 0
+
+
+def _planned(args: argparse.Namespace) -> list[dict]:
+    from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
+    from palviz.runcache import is_cached
+
+    numbers = [p.name[:2] for p in notebooks(args.only) if p.name[:2] in NOTEBOOKS_WITH_RUNS]
+    rows = plan(numbers, args.profile)
+    for row in rows:
+        row["cached"] = is_cached(row["spec"])
+    return rows
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    rows = _planned(args)
+    shown = [r for r in rows if not (args.missing and r["cached"])]
+    print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
+    for r in shown:
+        spec = r["spec"]
+        print(
+            f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
+            f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
+            f"{' '.join(r['notebooks'])}"
+        )
+    missing = sum(not r["cached"] for r in rows)
+    print(f"{len(rows)} run(s) ({args.profile}): {len(rows) - missing} cached, {missing} missing")
+    if args.jsonl:
+        path = Path(args.jsonl)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as handle:
+            for r in shown:
+                line = {"key": r["key"], "notebooks": r["notebooks"], "spec": r["spec"].to_dict()}
+                handle.write(json.dumps(line, sort_keys=True) + "\n")
+        print(f"{len(shown)} spec(s) written to {path} (one JSON object per line)")
+    return 0
+
+
+def read_specs(path: str | os.PathLike) -> list:
+    """The specs of a JSON-lines file of ``palviz plan --jsonl`` (a line is a spec's dict or
+    an object with one under ``"spec"``)."""
+    import json
+
+    from palviz.runcache import RunSpec
+
+    specs = []
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            obj = json.loads(line)
+            specs.append(RunSpec.from_dict(obj["spec"] if "spec" in obj else obj))
+    return specs
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from palviz.runcache import run
+
+    specs = read_specs(args.specfile)
+    if args.index is None:
+        chosen = list(enumerate(specs))
+    else:
+        if not 0 <= args.index < len(specs):
+            print(
+                f"--index {args.index}: {args.specfile} has {len(specs)} spec(s)", file=sys.stderr
+            )
+            return 2
+        chosen = [(args.index, specs[args.index])]
+    for i, spec in chosen:
+        start = time.perf_counter()
+        result = run(spec)
+        print(
+            f"[{i}] {spec.key()} {spec.label}: last_acc {result.metrics['last_acc']:.4f} "
+            f"({time.perf_counter() - start:.1f} s) in {result.path}"
+        )
+    return 0
+
+
+def _slurm_extras(extra: list[str]) -> dict:
+    """``--slurm-KEY VALUE`` pairs (the options argparse does not know) as ``slurm_KEY``."""
+    out, i = {}, 0
+    while i < len(extra):
+        flag = extra[i]
+        if not flag.startswith("--slurm-") or i + 1 >= len(extra):
+            raise SystemExit(f"unknown option {flag!r} (pass Slurm options as --slurm-KEY VALUE)")
+        out["slurm_" + flag[len("--slurm-") :].replace("-", "_")] = extra[i + 1]
+        i += 2
+    return out
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from palviz.cluster import make_executor
+    from palviz.runcache import run_many
+
+    rows = _planned(args)
+    todo = [r["spec"] for r in rows if not r["cached"]]
+    print(f"{len(rows)} run(s) planned ({args.profile}), {len(todo)} missing")
+    if not todo:
+        return 0
+    options: dict = {}
+    if args.executor in ("slurm", "submitit-local"):
+        options = {
+            "log_dir": args.log_dir,
+            "slurm_partition": args.slurm_partition,
+            "timeout_min": args.slurm_time,
+            "gpus_per_node": args.gpus_per_job,
+            "cpus_per_task": args.cpus_per_job,
+            "slurm_array_parallelism": args.max_parallel,
+            **args.slurm_extra,
+        }
+    elif args.executor == "dask":
+        options = {"scheduler": args.dask_scheduler}
+    executor = make_executor(args.executor, **options)
+    start = time.perf_counter()
+    results = run_many(
+        todo,
+        desc=f"sweep ({args.executor})",
+        workers=args.workers,
+        executor=executor,
+        workers_per_gpu=args.workers_per_gpu,
+    )
+    print(f"{len(results)} run(s) trained in {time.perf_counter() - start:.0f} s")
     return 0
 
 
@@ -209,7 +361,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("runs", help="list (or --clear) the cached training runs")
     p.add_argument("--clear", action="store_true")
     p.add_argument("--keys", nargs="+", metavar="KEY", help="with --clear: only these runs")
+    p.add_argument("--check", action="store_true", help="verify every entry of the cache")
+    p.add_argument("--fix", action="store_true", help="with --check: move broken entries aside")
     p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
+    p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
+    p.set_defaults(func=cmd_plan)
+    p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
+    p.add_argument("specfile")
+    p.add_argument("--index", type=int, help="only line I (0-based), e.g. $SLURM_ARRAY_TASK_ID")
+    p.set_defaults(func=cmd_train)
+    p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument(
+        "--executor", choices=("local", "slurm", "submitit-local", "dask"), default="local"
+    )
+    p.add_argument("--workers", type=int, help="local: processes (default: 2 on a CPU)")
+    p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
+    p.add_argument("--slurm-partition")
+    p.add_argument("--slurm-time", type=int, default=24 * 60, help="minutes per job")
+    p.add_argument("--gpus-per-job", type=int, default=1)
+    p.add_argument("--cpus-per-job", type=int, default=4)
+    p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
+    p.add_argument("--log-dir", help="submitit's folder (default runs/.submitit)")
+    p.add_argument("--dask-scheduler", metavar="ADDRESS", help="e.g. tcp://host:8786")
+    p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("download", help="fetch datasets for the paper profile")
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
     p.set_defaults(func=cmd_download)
@@ -220,5 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    if args.command == "sweep":
+        args.slurm_extra = _slurm_extras(extra)
+    elif extra:
+        build_parser().parse_args(argv)  # the usual error for an unknown option
     return args.func(args)

@@ -102,14 +102,31 @@ class RunSpec:
         out["train"] = dataclasses.asdict(self.train)
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict) -> RunSpec:
+        """The inverse of :meth:`to_dict` (e.g. of a line of ``palviz plan --jsonl``); unknown
+        keys are an error."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown RunSpec fields {unknown}; allowed: {sorted(names)}")
+        d = dict(d)
+        if isinstance(d.get("train"), dict):
+            d["train"] = TrainConfig.from_dict(d["train"])
+        return cls(**d)
+
     def key(self) -> str:
         """16 hex digits identifying the result: the spec without ``label``, palviz's version
-        and the cache schema."""
+        and the cache schema (and, under ``PALVIZ_TOY``, the toy sizes: a toy run never
+        stands in for a real one)."""
         payload = self.to_dict()
         payload.pop("label")
         payload["train"].pop("progress", None)  # how a run is displayed does not change it
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
+        toy = toy_settings()
+        if toy is not None:
+            payload["_toy"] = toy
         text = json.dumps(payload, sort_keys=True, default=_jsonable)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -128,6 +145,27 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot put {type(value).__name__} into a run spec")
 
 
+#: ``PALVIZ_TOY=1``: every run trains 1 epoch on at most this many training samples and is
+#: tested on at most this many test samples (each class present keeps at least one).
+TOY_EPOCHS, TOY_TRAIN, TOY_TEST = 1, 200, 200
+
+
+def toy_settings() -> dict | None:
+    """The toy size override, ``{"epochs", "train", "test"}``, when ``$PALVIZ_TOY`` is set (to
+    anything but ``""``/``"0"``), else ``None``.
+
+    Under it every run keeps its dataset, network, loss and schedule (the long-tailed cut and
+    the label noise are drawn on the whole split as usual), then trains :data:`TOY_EPOCHS`
+    epoch on a seeded class-stratified subset of at most :data:`TOY_TRAIN` of those training
+    samples and is tested on a stratified subset of at most :data:`TOY_TEST` test samples.
+    For trying the ``paper`` profile's code path end to end on a CPU; the cache keys differ
+    from the real runs'.
+    """
+    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
+        return None
+    return {"epochs": TOY_EPOCHS, "train": TOY_TRAIN, "test": TOY_TEST}
+
+
 @dataclass
 class RunResult:
     """A finished run: its spec, its metrics (``metrics.json``) and its folder."""
@@ -143,7 +181,7 @@ class RunResult:
     def features(self) -> dict[str, np.ndarray]:
         """Test-set ``features`` (N, d), ``logits`` (N, C), ``targets`` (N,) and the head's
         ``prototypes`` (C, d) at the end of training."""
-        with np.load(self.path / "features.npz") as arrays:
+        with np.load(self.path / "features.npz", allow_pickle=False) as arrays:
             return {name: arrays[name] for name in arrays.files}
 
     def embedding(self, max_points: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -151,7 +189,7 @@ class RunResult:
         their labels, cached next to the run."""
         path = self.path / f"umap_{max_points}_{seed}.npz"
         if path.exists():
-            with np.load(path) as arrays:
+            with np.load(path, allow_pickle=False) as arrays:
                 return arrays["embedding"], arrays["labels"]
         from palviz.viz import umap_embedding
 
@@ -173,6 +211,22 @@ def _stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.n
     quota = size * sizes / len(targets)
     take = np.floor(quota).astype(int)
     take[np.argsort(take - quota, kind="stable")[: size - take.sum()]] += 1
+    keep = [
+        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
+        for c, n in zip(classes, take, strict=True)
+    ]
+    return np.sort(np.concatenate(keep))
+
+
+def _covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of a seeded subset of about ``size`` samples, class proportions kept,
+    at least one sample of every class present (a long tail's last class survives)."""
+    targets = np.asarray(targets)
+    if size >= len(targets):
+        return np.arange(len(targets))
+    rng = np.random.default_rng([seed, 7])
+    classes, sizes = np.unique(targets, return_counts=True)
+    take = np.minimum(sizes, np.maximum(1, np.floor(size * sizes / len(targets)).astype(int)))
     keep = [
         rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
         for c, n in zip(classes, take, strict=True)
@@ -205,6 +259,13 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
             num_classes=info.num_classes,
         )
         y = torch.as_tensor(noisy, dtype=torch.int64)
+    toy = toy_settings()
+    if toy is not None:
+        keep = _covering_subset(clean, toy["train"], spec.seed)
+        x, y, clean = x[keep], y[keep], clean[keep]
+        counts = np.bincount(clean, minlength=info.num_classes).tolist()
+        test_keep = _covering_subset(np.asarray(y_test), toy["test"], spec.seed)
+        x_test, y_test = x_test[test_keep], y_test[test_keep]
     return {
         "info": info,
         "train": (x, y),
@@ -225,22 +286,164 @@ def build_loss(spec: RunSpec, train_counts: Sequence[int], num_classes: int):
     return make_loss(spec.loss, **kw)
 
 
+#: The arrays of ``features.npz``.
+FEATURE_ARRAYS = ("features", "logits", "targets", "prototypes")
+
+
+def entry_problem(folder: Path, *, thorough: bool = False) -> str | None:
+    """What is wrong with the cache entry ``folder`` (``None``: nothing; a folder without
+    ``metrics.json`` is an unfinished run, not a broken one, unless its checkpoint is
+    unreadable).
+
+    Checked: ``metrics.json`` parses and names the folder's key; ``features.npz`` holds its
+    arrays (read with ``allow_pickle=False``); ``checkpoint.pt`` is a complete archive
+    (``thorough``: loads with ``torch.load(weights_only=True)``). Nothing is unpickled.
+    """
+    done = folder / "metrics.json"
+    checkpoint = folder / "checkpoint.pt"
+    if not done.exists():
+        if checkpoint.exists():
+            return _checkpoint_problem(checkpoint, thorough=True)
+        return None
+    try:
+        metrics = json.loads(done.read_text())
+    except (ValueError, OSError) as err:
+        return f"metrics.json is not readable JSON (truncated?): {err}"
+    if not isinstance(metrics, dict):
+        return "metrics.json does not hold a JSON object"
+    if metrics.get("key") != folder.name:
+        return f"metrics.json names key {metrics.get('key')!r}, its folder is {folder.name!r}"
+    features = folder / "features.npz"
+    if not features.exists():
+        return "features.npz is missing"
+    try:
+        with np.load(features, allow_pickle=False) as arrays:
+            missing = [name for name in FEATURE_ARRAYS if name not in arrays.files]
+            if missing:
+                return f"features.npz lacks {missing}"
+            if thorough:
+                for name in arrays.files:
+                    arrays[name]  # reads every array (and checks its CRC)
+    except Exception as err:  # noqa: BLE001 - any failure to read is the finding
+        return f"features.npz is not readable: {type(err).__name__}: {err}"
+    if not checkpoint.exists():
+        return "checkpoint.pt is missing"
+    return _checkpoint_problem(checkpoint, thorough=thorough)
+
+
+def _checkpoint_problem(path: Path, *, thorough: bool) -> str | None:
+    import zipfile
+
+    try:
+        if thorough:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(state, dict) or "model" not in state:
+                return "checkpoint.pt does not hold a training checkpoint"
+        else:
+            with zipfile.ZipFile(path) as archive:  # a truncated archive has no directory
+                archive.namelist()
+    except Exception as err:  # noqa: BLE001 - any failure to read is the finding
+        return f"checkpoint.pt is not readable (truncated?): {type(err).__name__}: {err}"
+    return None
+
+
+def _utc_stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
+def quarantine(folder: Path, problem: str, label: str = "") -> Path:
+    """Move a broken cache entry aside to ``runs/.broken/<key>-<UTC time>/`` with a warning
+    naming its key, its label and what was wrong; returns where it went."""
+    import warnings
+
+    broken = folder.parent / ".broken"
+    broken.mkdir(parents=True, exist_ok=True)
+    target = broken / f"{folder.name}-{_utc_stamp()}"
+    n = 1
+    while target.exists():
+        n += 1
+        target = broken / f"{folder.name}-{_utc_stamp()}-{n}"
+    os.replace(folder, target)
+    if not label:
+        with contextlib.suppress(Exception):
+            label = json.loads((target / "spec.json").read_text()).get("label", "")
+    warnings.warn(
+        f"run cache: entry {folder.name} ({label or 'no label'}) is broken: {problem}; "
+        f"moved to {target}; it will be trained again",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return target
+
+
+def _read_cached(spec: RunSpec, folder: Path) -> RunResult | None:
+    """The finished, sound entry of ``spec``, or ``None`` (missing, or broken: then moved
+    aside with a warning)."""
+    done = folder / "metrics.json"
+    if not done.exists():
+        return None
+    problem = entry_problem(folder)
+    if problem is not None:
+        quarantine(folder, problem, spec.label)
+        return None
+    return RunResult(spec, json.loads(done.read_text()), folder)
+
+
 def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     """The result of ``spec``: from the cache when it is there, else trained now (resuming
-    from a checkpoint an interrupted run left) and cached."""
-    folder = runs_dir() / spec.key()
-    done = folder / "metrics.json"
-    if done.exists() and not retrain:
-        return RunResult(spec, json.loads(done.read_text()), folder)
+    from a checkpoint an interrupted or killed run left) and cached.
+
+    Safe for concurrent workers on one ``runs/`` folder (see :mod:`palviz.locks`): one of them
+    trains a key, the others wait and read its result. A broken entry (unreadable
+    ``metrics.json``, ``features.npz`` or ``checkpoint.pt``, or a key that is not its folder's
+    name) is moved to ``runs/.broken/`` with a warning and trained again.
+    """
+    from palviz.locks import RunLock
+
+    root = runs_dir()
+    folder = root / spec.key()
+    if not retrain:
+        with contextlib.suppress(FileNotFoundError):  # moved aside by another worker meanwhile
+            cached = _read_cached(spec, folder)
+            if cached is not None:
+                return cached
+    lock = RunLock(root, spec.key())
+    while not lock.acquire(done=lambda: not retrain and (folder / "metrics.json").exists()):
+        with contextlib.suppress(FileNotFoundError):
+            cached = _read_cached(spec, folder)
+            if cached is not None:
+                return cached
+    try:
+        if not retrain:
+            cached = _read_cached(spec, folder)
+            if cached is not None:
+                return cached
+        return _train(spec, folder, retrain=retrain)
+    finally:
+        lock.release()
+
+
+def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
+    """Train ``spec`` into ``folder`` (the caller holds its lock)."""
+    checkpoint = folder / "checkpoint.pt"
+    if checkpoint.exists() and not retrain:
+        problem = _checkpoint_problem(checkpoint, thorough=True)
+        if problem is not None:
+            quarantine(folder, problem, spec.label)
     folder.mkdir(parents=True, exist_ok=True)
+    for leftover in folder.glob(".*.tmp"):  # half-written files of a killed run
+        with contextlib.suppress(OSError):
+            leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
     prepared = prepare_data(spec)
     info = prepared["info"]
+    toy = toy_settings()
+    config = spec.train if toy is None else dataclasses.replace(spec.train, epochs=toy["epochs"])
     torch.manual_seed(spec.seed)
     model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
     loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
-    cpu = resolve_device(spec.train.device).type == "cpu"
+    cpu = resolve_device(config.device).type == "cpu"
     # One thread on a CPU: the CPU-sized nets gain nothing from more, run_many trains two runs
     # side by side, and the numbers do not depend on the machine's core count.
     with single_thread() if cpu else contextlib.nullcontext():
@@ -249,15 +452,17 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
             loss_fn,
             prepared["train"],
             prepared["test"],
-            spec.train,
+            config,
             cls_num_list=prepared["train_counts"],
-            checkpoint_path=folder / "checkpoint.pt",
-            resume=(folder / "checkpoint.pt").exists() and not retrain,
+            checkpoint_path=checkpoint,
+            resume=checkpoint.exists() and not retrain,
         )
         x_test, y_test = prepared["test"]
-        ev = evaluate(model, x_test, y_test, mean=spec.train.mean, std=spec.train.std)
+        ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
     seconds = time.perf_counter() - start
     metrics = _summarise(spec, record, ev, model, prepared, seconds)
+    if toy is not None:
+        metrics["toy"] = toy
     prototypes = model.head.prototypes.detach().cpu().numpy()
     save_npz(
         folder / "features.npz",
@@ -266,7 +471,7 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
         targets=np.asarray(ev["targets"]),
         prototypes=prototypes.astype(np.float32),
     )
-    write_json(done, metrics)
+    write_json(folder / "metrics.json", metrics)
     return RunResult(spec, metrics, folder)
 
 
@@ -304,22 +509,39 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
 
 
 def is_cached(spec: RunSpec) -> bool:
-    """Whether :func:`run` would serve ``spec`` from the cache without training."""
-    return (runs_dir() / spec.key() / "metrics.json").exists()
+    """Whether :func:`run` would serve ``spec`` from the cache without training (a finished
+    entry that reads back soundly)."""
+    folder = runs_dir() / spec.key()
+    return (folder / "metrics.json").exists() and entry_problem(folder) is None
 
 
 def run_many(
-    specs: Iterable[RunSpec], *, desc: str = "runs", workers: int | None = None
+    specs: Iterable[RunSpec],
+    *,
+    desc: str = "runs",
+    workers: int | None = None,
+    executor: Any = None,
+    workers_per_gpu: int | None = None,
 ) -> list[RunResult]:
     """:func:`run` each spec, with one progress bar; missing runs train ``workers`` at a time.
 
     Cached runs are read here (a warm cache starts no process). Each missing cache key is
-    trained once, in ``workers`` fresh (spawned) processes; ``workers=None`` means one per
-    core (at most 2) on a CPU and 1 (in this process) on CUDA. Since :func:`run` trains CPU
-    runs on one thread, two runs side by side use two cores fully. Returns one
+    trained once: by default in ``workers`` fresh (spawned) processes; ``workers=None`` means
+    one per core (at most 2) on a CPU and 1 (in this process) on CUDA. Since :func:`run`
+    trains CPU runs on one thread, two runs side by side use two cores fully.
+
+    ``workers_per_gpu=W`` with ``G`` visible GPUs starts ``G * W`` worker processes, placed
+    round-robin on the GPUs (:func:`palviz.cluster.gpu_slots`); each sees only its own GPU.
+
+    ``executor``: any :class:`concurrent.futures.Executor` (or an object with the same
+    ``submit``, such as a submitit executor, whose jobs then form one job array, or
+    ``dask.distributed.Client(...).get_executor()``) trains the missing runs instead; its
+    workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``). Returns one
     :class:`RunResult` per spec, in order, each carrying its own spec (and label).
     """
     from tqdm.auto import tqdm
+
+    from palviz import cluster
 
     specs = list(specs)
     if workers is None:
@@ -329,8 +551,9 @@ def run_many(
     results: list[RunResult | None] = [None] * len(specs)
     missing: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
-        if is_cached(spec):
-            results[i] = run(spec)
+        cached = None if spec.key() in missing else _read_cached(spec, runs_dir() / spec.key())
+        if cached is not None:
+            results[i] = cached
         else:
             missing.setdefault(spec.key(), []).append(i)
 
@@ -339,21 +562,26 @@ def run_many(
             results[i] = RunResult(specs[i], result.metrics, result.path)
 
     todo = {key: specs[idx[0]] for key, idx in missing.items()}
-    if todo and (workers == 1 or len(todo) == 1):
+    slots = cluster.gpu_slots(torch.cuda.device_count(), workers_per_gpu or 0)
+    if slots and executor is None:
+        workers = len(slots)
+    if not todo:
+        pass
+    elif executor is not None:
+        with tqdm(total=len(todo), desc=desc, unit="run") as bar:
+            for key, result in cluster.train_with(executor, todo):
+                store(key, result)
+                bar.update()
+    elif workers == 1 or len(todo) == 1:
         with tqdm(todo.items(), desc=desc, unit="run") as bar:
             for key, spec in bar:
                 bar.set_postfix_str(spec.label or spec.loss)
                 store(key, run(spec))
-    elif todo:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        context = multiprocessing.get_context("spawn")  # fork is unsafe after torch's threads
-        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context) as pool:
-            futures = {pool.submit(run, spec): key for key, spec in todo.items()}
-            with tqdm(total=len(futures), desc=desc, unit="run") as bar:
-                for future in as_completed(futures):
-                    store(futures[future], future.result())
+    else:
+        with cluster.local_pool(min(workers, len(todo)), slots) as pool:
+            with tqdm(total=len(todo), desc=desc, unit="run") as bar:
+                for key, result in cluster.train_with(pool, todo):
+                    store(key, result)
                     bar.update()
     return results  # type: ignore[return-value]
 
@@ -384,11 +612,17 @@ def list_runs() -> list[dict]:
     out = []
     if not root.exists():
         return out
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+    for folder in _entries(root):
         spec_file = folder / "spec.json"
-        spec = json.loads(spec_file.read_text()) if spec_file.exists() else {}
+        try:
+            spec = json.loads(spec_file.read_text()) if spec_file.exists() else {}
+        except ValueError:
+            spec = {}
         done = folder / "metrics.json"
-        acc = json.loads(done.read_text()).get("last_acc") if done.exists() else None
+        try:
+            acc = json.loads(done.read_text()).get("last_acc") if done.exists() else None
+        except (ValueError, AttributeError):
+            acc = None
         out.append(
             {
                 "key": folder.name,
@@ -410,10 +644,41 @@ def clear_runs(keys: Sequence[str] | None = None) -> int:
     root = runs_dir()
     if not root.exists():
         return 0
-    targets = [p for p in root.iterdir() if p.is_dir() and (keys is None or p.name in keys)]
+    targets = [p for p in _entries(root) if keys is None or p.name in keys]
     for folder in targets:
         shutil.rmtree(folder)
     return len(targets)
+
+
+def _entries(root: Path) -> list[Path]:
+    """The run folders under ``root`` (not ``.locks``, ``.broken`` or other dot folders)."""
+    if not root.exists():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def check_runs(*, fix: bool = False) -> list[dict]:
+    """Verify every cache entry (files present and readable, the checkpoint loaded with
+    ``weights_only=True``, the key in ``metrics.json`` equal to the folder's name). Returns one
+    row per entry: ``key``, ``label``, ``status`` (``"ok"``, ``"unfinished"`` or
+    ``"broken"``), ``problem``; ``fix=True`` moves broken entries to ``runs/.broken/``."""
+    import warnings
+
+    rows = []
+    for folder in _entries(runs_dir()):
+        label = ""
+        with contextlib.suppress(Exception):
+            label = json.loads((folder / "spec.json").read_text()).get("label", "")
+        problem = entry_problem(folder, thorough=True)
+        finished = (folder / "metrics.json").exists()
+        status = "broken" if problem else ("ok" if finished else "unfinished")
+        row = {"key": folder.name, "label": label, "status": status, "problem": problem}
+        if problem and fix:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row["moved_to"] = str(quarantine(folder, problem, label))
+        rows.append(row)
+    return rows
 
 
 def initial_prototypes(spec: RunSpec) -> np.ndarray:

@@ -70,7 +70,7 @@ def test_run_many_trains_each_missing_key_once_and_keeps_order_and_labels(runs):
     results = ex.run_many([*specs, renamed], workers=2)
     assert [r.label for r in results] == ["CE", "CE+FNPAL", "CE again"]
     assert results[2].metrics == results[0].metrics
-    assert len([p for p in runs.iterdir() if p.is_dir()]) == 2
+    assert len([p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]) == 2
     assert all(ex.is_cached(s) for s in specs)
 
 

@@ -1,0 +1,84 @@
+"""``palviz plan`` names exactly the runs the notebooks ask for: the notebooks' own cells are
+executed up to their ``run_many`` / ``run_grouped`` call, which records the specs instead of
+training, and the keys are compared with :func:`palviz.plan.planned_specs`."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from palviz import cli, plan
+from palviz import experiments as ex
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Asked(Exception):
+    def __init__(self, specs):
+        self.specs = specs
+
+
+def _record_many(specs, **_):
+    raise _Asked(list(specs))
+
+
+def _record_grouped(groups, **_):
+    raise _Asked([s for specs in groups.values() for s in specs])
+
+
+def asked_by_notebook(number: str) -> list:
+    """The specs notebook ``number`` passes to the run cache, from its own cells."""
+    (path,) = (ROOT / "notebooks").glob(f"{number}_*.ipynb")
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    namespace = {"__name__": "__notebook__"}
+    for cell in cells:
+        source = "".join(cell["source"])
+        try:
+            exec(compile(source, f"{path.name}", "exec"), namespace)  # noqa: S102
+        except _Asked as asked:
+            return asked.specs
+    raise AssertionError(f"{path.name} never called run_many or run_grouped")
+
+
+@pytest.fixture
+def recording(tmp_path, monkeypatch):
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("PALVIZ_TOY", raising=False)
+    monkeypatch.setattr(ex, "run_many", _record_many)
+    monkeypatch.setattr(ex, "run_grouped", _record_grouped)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick"])
+@pytest.mark.parametrize("number", sorted(plan.NOTEBOOKS_WITH_RUNS))
+def test_plan_names_the_runs_the_notebook_asks_for(number, profile, recording, monkeypatch):
+    monkeypatch.setenv("PALVIZ_PROFILE", profile)
+    asked = asked_by_notebook(number)
+    planned = plan.planned_specs(number, profile)
+    assert [s.key() for s in planned] == [s.key() for s in asked]
+    assert [s.label for s in planned] == [s.label for s in asked]
+
+
+def test_notebooks_without_runs_plan_nothing():
+    assert plan.planned_specs("01", "paper") == [] and plan.planned_specs("05", "quick") == []
+
+
+def test_plan_command_lists_and_writes_the_paper_grid_without_data(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("PALVIZ_DATA", str(tmp_path / "no-data"))
+    out = tmp_path / "plan.jsonl"
+    assert cli.main(["plan", "--profile", "paper", "--only", "06", "--jsonl", str(out)]) == 0
+    text = capsys.readouterr().out
+    # 2 datasets x 2 ratios x 7 methods x (without, with PAL), one seed
+    assert "56 run(s) (paper): 0 cached, 56 missing" in text
+    specs = cli.read_specs(out)
+    assert len(specs) == 56 and {s.dataset for s in specs} == {"cifar10", "cifar100"}
+    assert [s.key() for s in specs] == [s.key() for s in plan.planned_specs("06", "paper")]
+    assert not (tmp_path / "no-data").exists()
+
+
+def test_paper_plan_of_notebook_07_covers_three_datasets():
+    specs = plan.planned_specs("07", "paper")
+    assert {s.dataset for s in specs} == {"mnist", "cifar10", "cifar100"}
+    assert {s.arch for s in specs} == {"cnn_mnist", "cnn_cifar10", "resnet34"}

@@ -1,0 +1,115 @@
+"""The ``paper`` branch of notebooks 06, 07 and 08 end to end at toy size (``PALVIZ_TOY=1``: the
+same datasets, networks and recipes, 1 epoch on a few hundred samples), on stand-in CIFAR-10,
+CIFAR-100 and MNIST files in their real on-disk formats."""
+
+import gzip
+import os
+import pickle
+import struct
+
+import numpy as np
+import pytest
+from test_paper_profile import write_cifar10
+
+from palviz import cli
+from palviz import experiments as ex
+from palviz.runcache import TOY_TEST, TOY_TRAIN
+
+
+def write_cifar100(root, per_class_train=100, per_class_test=2, seed=0):
+    """``root/cifar-100-python``: ``train``, ``test`` and ``meta`` pickles with ``data``
+    (N x 3072 uint8) and ``fine_labels`` / ``coarse_labels``."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-100-python"
+    folder.mkdir(parents=True)
+
+    def batch(labels):
+        labels = list(map(int, labels))
+        data = rng.integers(0, 100, size=(len(labels), 3072)) + np.array(labels)[:, None]
+        return {
+            "filenames": [],
+            "batch_label": "stand-in",
+            "fine_labels": labels,
+            "coarse_labels": [c // 5 for c in labels],
+            "data": data.astype(np.uint8),
+        }
+
+    for name, n in (("train", per_class_train), ("test", per_class_test)):
+        with open(folder / name, "wb") as handle:
+            pickle.dump(batch(rng.permutation(np.repeat(np.arange(100), n))), handle)
+    with open(folder / "meta", "wb") as handle:
+        pickle.dump({"fine_label_names": [f"c{i}" for i in range(100)]}, handle)
+
+
+def write_mnist(root, per_class_train=30, per_class_test=5, seed=0):
+    """``root/MNIST/raw``: the four gzipped idx files (magic 0x0803 / 0x0801, big-endian
+    sizes)."""
+    rng = np.random.default_rng(seed)
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for prefix, n in (("train", per_class_train), ("t10k", per_class_test)):
+        labels = rng.permutation(np.repeat(np.arange(10), n)).astype(np.uint8)
+        images = rng.integers(0, 60, size=(len(labels), 28, 28)) + 19 * labels[:, None, None]
+        with gzip.open(raw / f"{prefix}-images-idx3-ubyte.gz", "wb") as handle:
+            handle.write(struct.pack(">IIII", 0x0803, len(labels), 28, 28))
+            handle.write(images.astype(np.uint8).tobytes())
+        with gzip.open(raw / f"{prefix}-labels-idx1-ubyte.gz", "wb") as handle:
+            handle.write(struct.pack(">II", 0x0801, len(labels)))
+            handle.write(labels.tobytes())
+
+
+@pytest.fixture
+def toy_paper(tmp_path, monkeypatch):
+    for name in ("DATA", "RUNS", "FIGURES", "BUILD"):
+        monkeypatch.setenv(f"PALVIZ_{name}", str(tmp_path / name.lower()))
+    monkeypatch.setenv("PALVIZ_TOY", "1")
+    data = tmp_path / "data"
+    # at least 100 per class: rho = 100 keeps one sample of the rarest class
+    write_cifar10(data, per_class_train=100, per_class_test=10)
+    write_cifar100(data)
+    write_mnist(data)
+    return tmp_path
+
+
+def test_toy_runs_keep_the_recipe_at_a_tiny_size(toy_paper):
+    spec = ex.lt_spec("LDAM-DRW", pal=True, profile="paper", dataset="cifar100")
+    result = ex.run(spec)
+    m = result.metrics
+    assert m["toy"] == {"epochs": 1, "train": TOY_TRAIN, "test": TOY_TEST}
+    assert len(m["history"]) == 1 and spec.train.epochs == 200
+    assert m["profile_sizes"]["train"] <= TOY_TRAIN + 100 and min(m["train_counts"]) >= 1
+    assert m["profile_sizes"]["test"] == TOY_TEST
+    assert m["train_counts"][0] > m["train_counts"][-1]  # still long-tailed
+    assert result.features()["features"].shape[1] == 64  # ResNet-32
+    os.environ.pop("PALVIZ_TOY")
+    assert not ex.is_cached(spec)  # a toy run never stands in for a real one
+
+
+SLOW = pytest.mark.skipif(not os.environ.get("PALVIZ_SLOW"), reason="set PALVIZ_SLOW=1")
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        # 56 runs (about 5 minutes here); its consistency cell then compares every run's
+        # training counts with the long-tailed counts of the whole split, which a toy-size run
+        # does not have
+        pytest.param(
+            "06",
+            marks=[
+                pytest.mark.slow,
+                SLOW,
+                pytest.mark.xfail(
+                    reason="notebook 06 asserts full-size train_counts; toy runs are smaller",
+                    strict=True,
+                ),
+            ],
+        ),
+        # about 300 runs, a third of them ResNet-34: tens of minutes on a CPU
+        pytest.param("07", marks=[pytest.mark.slow, SLOW]),
+        "08",
+    ],
+)
+def test_paper_branch_of_the_notebook_runs_at_toy_size(number, toy_paper):
+    assert cli.main(["figures", "--profile", "paper", "--only", number]) == 0
+    assert list((toy_paper / "figures" / "paper").glob(f"{number}_*.png"))

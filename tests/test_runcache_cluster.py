@@ -1,0 +1,350 @@
+"""The run cache shared by concurrent workers: locks, broken entries, killed runs, executors,
+GPU placement and the error of a script without a main guard (CPU, no network)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from palviz import cli, cluster, locks
+from palviz import experiments as ex
+from palviz.runcache import RunSpec, check_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def small_spec(method="CE", pal=False, **train):
+    """A smoke long-tailed run of a few seconds."""
+    return ex.lt_spec(method, pal=pal, profile="smoke", **train)
+
+
+def comparable(metrics):
+    """Metrics without the wall-clock fields."""
+    out = {k: v for k, v in metrics.items() if k != "seconds"}
+    out["history"] = [{k: v for k, v in row.items() if k != "seconds"} for row in out["history"]]
+    return out
+
+
+def same_result(a: Path, b: Path) -> None:
+    ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
+    assert comparable(ma) == comparable(mb)
+    with np.load(a / "features.npz") as fa, np.load(b / "features.npz") as fb:
+        for name in fa.files:
+            np.testing.assert_array_equal(fa[name], fb[name])
+
+
+def subprocess_env(runs: Path) -> dict:
+    env = dict(os.environ)
+    env["PALVIZ_RUNS"] = str(runs)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("PALVIZ_RUNS", str(folder))
+    monkeypatch.delenv("PALVIZ_TOY", raising=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """Two smoke runs trained in this process, in a cache of their own."""
+    folder = tmp_path_factory.mktemp("reference")
+    old = os.environ.get("PALVIZ_RUNS")
+    os.environ["PALVIZ_RUNS"] = str(folder)
+    try:
+        specs = [small_spec("CE"), small_spec("CE", pal=True)]
+        results = [ex.run(s) for s in specs]
+    finally:
+        if old is None:
+            del os.environ["PALVIZ_RUNS"]
+        else:
+            os.environ["PALVIZ_RUNS"] = old
+    return specs, [r.path for r in results]
+
+
+# ----------------------------------------------------------------- specs as JSON
+
+
+def test_run_spec_round_trips_through_json():
+    for spec in (
+        small_spec("LDAM-DRW", pal=True),
+        ex.noisy_spec("NCE+RCE+FNPAL", 0.4, "asymmetric", profile="paper", dataset="cifar100"),
+    ):
+        back = RunSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+        assert back == spec and back.key() == spec.key() and back.label == spec.label
+    with pytest.raises(ValueError, match="unknown RunSpec fields"):
+        RunSpec.from_dict({**small_spec().to_dict(), "colour": "red"})
+
+
+# ----------------------------------------------------------------- placement, lock rule
+
+
+def test_gpu_slots_are_round_robin():
+    assert cluster.gpu_slots(2, 2) == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    assert cluster.gpu_slots(1, 3) == ["cuda:0"] * 3
+    assert cluster.gpu_slots(0, 4) == [] and cluster.gpu_slots(4, 0) == []
+    with pytest.raises(ValueError):
+        cluster.gpu_slots(-1, 1)
+
+
+def test_a_worker_sees_only_its_own_gpu(monkeypatch):
+    import queue
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    slots = queue.Queue()
+    for slot in cluster.gpu_slots(2, 1):
+        slots.put(slot)
+    cluster._pin_worker(slots)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+    cluster._pin_worker(slots)
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.delenv("PALVIZ_WORKER_SLOT")
+
+
+def test_stale_lock_rule():
+    host = "node1"
+    alive = {7: True, 8: False}.get
+    fresh = {"pid": 7, "host": host}
+    assert locks.stale_reason(fresh, 5, host=host, limit=60, alive=alive) is None
+    dead = {"pid": 8, "host": host}
+    assert "is gone" in locks.stale_reason(dead, 5, host=host, limit=60, alive=alive)
+    # a pid on another host cannot be probed: only the heartbeat counts
+    other = {"pid": 8, "host": "node2"}
+    assert locks.stale_reason(other, 5, host=host, limit=60, alive=alive) is None
+    assert "no heartbeat" in locks.stale_reason(other, 61, host=host, limit=60, alive=alive)
+    assert locks.heartbeat_seconds(600) == 30 and locks.heartbeat_seconds(2) == 0.2
+
+
+def test_a_dead_owners_soft_lock_is_taken_over(runs, monkeypatch):
+    monkeypatch.setenv("PALVIZ_LOCK", "soft")
+    spec = small_spec()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    lock_dir = runs / ".locks"
+    lock_dir.mkdir(parents=True)
+    (lock_dir / f"{spec.key()}.lock").write_text("")
+    (lock_dir / f"{spec.key()}.owner").write_text(
+        json.dumps({"pid": gone.pid, "host": locks.RunLock(runs, "x").host, "time": 0})
+    )
+    with pytest.warns(RuntimeWarning, match=f"taking over the lock of run {spec.key()}"):
+        result = ex.run(spec)
+    assert result.metrics["key"] == spec.key()
+    assert not (lock_dir / f"{spec.key()}.lock").exists()  # released
+
+
+# ----------------------------------------------------------------- broken entries
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+BREAKAGES = {
+    "truncated metrics.json": ("metrics.json", _truncate, "metrics.json is not readable JSON"),
+    "truncated checkpoint.pt": ("checkpoint.pt", _truncate, "checkpoint.pt is not readable"),
+    "garbage features.npz": (
+        "features.npz",
+        lambda p: p.write_bytes(b"\x80\x04garbage" * 50),
+        "features.npz is not readable",
+    ),
+}
+
+
+@pytest.mark.parametrize("what", list(BREAKAGES))
+def test_a_broken_entry_is_moved_aside_named_and_trained_again(what, runs, reference):
+    specs, paths = reference
+    name, breaker, message = BREAKAGES[what]
+    folder = runs / specs[0].key()
+    shutil.copytree(paths[0], folder)
+    breaker(folder / name)
+    assert not ex.is_cached(specs[0])
+    named = f"entry {specs[0].key()} \\(CE\\) is broken: {message}"
+    with pytest.warns(RuntimeWarning, match=named):
+        result = ex.run(specs[0])
+    same_result(result.path, paths[0])
+    (moved,) = (runs / ".broken").iterdir()
+    assert moved.name.startswith(specs[0].key() + "-") and moved.name.endswith("Z")
+    assert ex.is_cached(specs[0])
+
+
+def test_a_folder_whose_key_differs_is_moved_aside(runs, reference):
+    specs, paths = reference
+    shutil.copytree(paths[0], runs / specs[1].key())  # CE's files under CE+PAL's key
+    with pytest.warns(RuntimeWarning, match=f"entry {specs[1].key()} .*names key"):
+        result = ex.run(specs[1])
+    same_result(result.path, paths[1])
+
+
+def test_runs_check_reports_and_fixes_broken_entries(runs, reference, capsys):
+    specs, paths = reference
+    for spec, path in zip(specs, paths, strict=True):
+        shutil.copytree(path, runs / spec.key())
+    _truncate(runs / specs[1].key() / "checkpoint.pt")
+    assert cli.main(["runs", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert specs[1].key() in out and "1 ok, 0 unfinished, 1 broken" in out
+    assert cli.main(["runs", "--check", "--fix"]) == 0
+    assert "moved to" in capsys.readouterr().out
+    assert [r["status"] for r in check_runs()] == ["ok"]
+    assert cli.main(["runs"]) == 0  # the listing skips .locks and .broken
+    assert "1 run(s)" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------- concurrency, killing
+
+WORKER = """
+import json, sys, time
+from palviz import experiments as ex
+spec = ex.lt_spec("CE", profile="smoke", epochs={epochs})
+start = time.process_time()
+result = ex.run(spec)
+print(json.dumps({{"cpu": time.process_time() - start, "path": str(result.path)}}))
+"""
+
+
+def test_two_processes_on_one_key_train_once(runs):
+    code = WORKER.format(epochs=4)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=subprocess_env(runs),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [json.loads(p.communicate(timeout=600)[0].strip().splitlines()[-1]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    cpu = sorted(o["cpu"] for o in outs)
+    assert cpu[0] < 0.25 * cpu[1], f"both trained? CPU seconds {cpu}"
+    assert outs[0]["path"] == outs[1]["path"]
+    assert len([p for p in runs.iterdir() if not p.name.startswith(".")]) == 1
+
+
+def test_a_killed_run_resumes_bit_identical(runs, tmp_path, monkeypatch):
+    code = WORKER.format(epochs=6)
+    spec = ex.lt_spec("CE", profile="smoke", epochs=6)
+    checkpoint = runs / spec.key() / "checkpoint.pt"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=subprocess_env(runs))
+    deadline = time.time() + 300
+    while not checkpoint.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert checkpoint.exists() and not (runs / spec.key() / "metrics.json").exists()
+    import torch
+
+    done = torch.load(checkpoint, weights_only=True)["epoch"] + 1
+    assert 1 <= done < 6
+    resumed = ex.run(spec)
+    assert len(resumed.metrics["history"]) == 6
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "uninterrupted"))
+    same_result(resumed.path, ex.run(spec).path)
+
+
+# ----------------------------------------------------------------- executors
+
+
+def test_palviz_train_of_a_planned_spec_equals_run(runs, reference, tmp_path):
+    specs, paths = reference
+    plan = tmp_path / "plan.jsonl"
+    assert cli.main(["plan", "--profile", "smoke", "--only", "02", "--jsonl", str(plan)]) == 0
+    lines = [json.loads(line) for line in plan.read_text().splitlines()]
+    assert [line["key"] for line in lines] == [s.key() for s in specs]
+    assert cli.main(["train", str(plan), "--index", "1"]) == 0
+    same_result(runs / specs[1].key(), paths[1])
+    assert not (runs / specs[0].key()).exists()
+
+
+@pytest.mark.parametrize("kind", ["local", "submitit-local", "dask"])
+def test_sweeps_fill_the_cache_like_in_process_runs(kind, runs, reference, tmp_path):
+    specs, paths = reference
+    if kind == "local":
+        executor = None
+    elif kind == "submitit-local":
+        pytest.importorskip("submitit")
+        executor = cluster.make_executor(kind, log_dir=str(tmp_path / "submitit"), timeout_min=10)
+    else:
+        distributed = pytest.importorskip("distributed")
+        cluster_ = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        client = distributed.Client(cluster_)
+        executor = client.get_executor()
+    try:
+        results = ex.run_many(specs, executor=executor, workers=2)
+    finally:
+        if kind == "dask":
+            client.close()
+            cluster_.close()
+    for result, path in zip(results, paths, strict=True):
+        assert result.path.parent == runs
+        same_result(result.path, path)
+
+
+def test_sweep_command_trains_the_missing_runs(runs, reference, capsys):
+    specs, paths = reference
+    shutil.copytree(paths[0], runs / specs[0].key())
+    assert cli.main(["sweep", "--profile", "smoke", "--only", "02", "--workers", "1"]) == 0
+    assert "2 run(s) planned (smoke), 1 missing" in capsys.readouterr().out
+    same_result(runs / specs[1].key(), paths[1])
+
+
+def test_sweep_passes_slurm_options_through():
+    assert cli._slurm_extras(["--slurm-qos", "high", "--slurm-mem-per-cpu", "4G"]) == {
+        "slurm_qos": "high",
+        "slurm_mem_per_cpu": "4G",
+    }
+    with pytest.raises(SystemExit, match="--slurm-KEY VALUE"):
+        cli._slurm_extras(["--colour", "red"])
+
+
+def test_train_job_requeues_itself_when_preempted():
+    submitit = pytest.importorskip("submitit")
+    job = cluster.TrainJob(small_spec())
+    again = job.checkpoint()
+    assert isinstance(again, submitit.helpers.DelayedSubmission)
+    assert isinstance(again.function, cluster.TrainJob) and again.function.spec == job.spec
+
+
+def test_a_script_without_main_guard_gets_a_clear_error(runs, tmp_path):
+    script = tmp_path / "sweep.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from palviz import experiments as ex
+            specs = [ex.lt_spec("CE", profile="smoke"), ex.lt_spec("Focal", profile="smoke")]
+            ex.run_many(specs, workers=2)
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env=subprocess_env(runs),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode != 0
+    assert 'without `if __name__ == "__main__":`' in done.stderr
+    assert "WorkerStartError" in done.stderr
+
+
+def test_resnet32_memory_estimate_is_reported():
+    from palviz.models import make_model
+
+    sizes = cluster.activation_bytes(make_model("resnet32", 10), (3, 32, 32), 128)
+    assert 1.5e6 < sizes["parameters"] < 2.5e6  # 0.46 M float32 parameters
+    assert 2e8 < sizes["activations"] < 6e8
