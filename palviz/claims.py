@@ -46,6 +46,8 @@ __all__ = [
     "claims_markdown",
     "claims_path",
     "evaluate_claims",
+    "long_tailed_claims",
+    "noisy_claims",
     "paired_difference",
     "read_claims",
     "verdict",
@@ -501,3 +503,72 @@ def claims_markdown(df: pd.DataFrame) -> str:
     return (
         table.to_markdown(index=False, floatfmt=".1f", disable_numparse=True, colalign=align) + "\n"
     )
+
+
+# ----------------------------------------------------------------- the claims the notebooks read
+
+_PAL_LT = (
+    "PAL can significantly boost the performance of the existing long-tailed classification methods"
+)
+_ELM_LT = "ELM loss with DRW was the highest accuracy in comparison with conventional approaches"
+_ORIENT = "(palviz experiment, not a paper claim) the {o} orientation of PAL's simplex"
+_CE_FNPAL = "CE+FNPAL performs much better than the original CE in all noisy cases"
+_APL_FNPAL = (
+    "we also add FNPAL to APLs (NCE+RCE and NFL+RCE), which surprisingly brings obvious "
+    "positive gains"
+)
+_FNPN = "Under the same s, CE+FNPAL always shows better performance than CE+FNPN"
+
+
+def long_tailed_claims(setup: Mapping[str, Any]) -> list[Claim]:
+    """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``: PAL on
+    each method the profile trains (PAL paper, Sec. 3 and 5.1), ELM-DRW against LDAM-DRW (ELM
+    paper, Sec. IV, Table 1), and the prototype orientations against the default random one,
+    at every imbalance ratio of the profile."""
+    claims = []
+    for rho in setup["ratios"]:
+        where = {"imbalance_ratio": rho}
+        for method in setup["methods"]:
+            claims.append(
+                Claim(
+                    "06",
+                    _PAL_LT,
+                    "PAL, Sec. 3 and 5.1 (Tables 1-2)",
+                    method,
+                    method + "+PAL",
+                    where,
+                )
+            )
+        if {"ELM-DRW", "LDAM-DRW"} <= set(setup["methods"]):
+            claims.append(
+                Claim("06", _ELM_LT, "ELM, Sec. IV (Table 1)", "LDAM-DRW", "ELM-DRW", where)
+            )
+        for o in setup["orientations"]:
+            text = _ORIENT.format(o=o)
+            claims.append(Claim("06", text, "palviz", "CE+PAL", f"CE+PAL ({o})", where))
+    return claims
+
+
+def noisy_claims(setup: Mapping[str, Any]) -> list[Claim]:
+    """The claims notebook 07 reads, for ``palviz.recipes.noisy_setup(profile)`` (PAL paper,
+    Sec. 5.2, Tables 3-4 and Fig. 5): CE+FNPAL against CE at every noise setting the profile
+    trains; at the headline setting also NCE+RCE+FNPAL against NCE+RCE and CE+FNPAL against
+    CE+FNPN under the same s."""
+    source = "PAL, Sec. 5.2 (Tables 3-4)"
+    settings = [("symmetric", eta) for eta in setup["symmetric"]]
+    settings += [("asymmetric", eta) for eta in setup["asymmetric"]]
+    claims = []
+    for dataset in setup["datasets"]:
+        for kind, eta in settings:
+            where = {"dataset": dataset, "noise_kind": kind, "noise_rate": eta}
+            claims.append(Claim("07", _CE_FNPAL, source, "CE", "CE+FNPAL", where))
+        head = setup["headline"]
+        where = {"dataset": dataset, "noise_kind": head["kind"], "noise_rate": head["eta"]}
+        methods = set(head["methods"])
+        if {"NCE+RCE", "NCE+RCE+FNPAL"} <= methods:
+            claims.append(Claim("07", _APL_FNPAL, source, "NCE+RCE", "NCE+RCE+FNPAL", where))
+        if {"CE+FNPN", "CE+FNPAL"} <= methods:
+            claims.append(
+                Claim("07", _FNPN, "PAL, Sec. 5.2 (Fig. 5a)", "CE+FNPN", "CE+FNPAL", where)
+            )
+    return claims

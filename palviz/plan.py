@@ -1,7 +1,8 @@
 """Which runs each notebook asks the run cache for, without running it: :func:`planned_specs`.
 
-Each function below repeats, with the notebook's default parameters, the cells that build the
-specs a notebook passes to ``run_many`` / ``run_grouped``, calling the same public functions of
+Notebooks 06 and 07 ask for :func:`long_tailed_groups` and :func:`noisy_groups` themselves;
+for the others each function below repeats, with the notebook's default parameters, the cell
+that builds the specs it passes to ``run_many``, calling the same public functions of
 :mod:`palviz.recipes`, so a plan names exactly the cache keys the notebook will read (a test
 executes the notebooks' own cells and compares). Nothing here needs a dataset or a GPU.
 Used by ``palviz plan``, ``palviz train`` and ``palviz sweep``.
@@ -15,7 +16,13 @@ from palviz import recipes
 from palviz.files import resolve_profile
 from palviz.runcache import RunSpec
 
-__all__ = ["NOTEBOOKS_WITH_RUNS", "plan", "planned_specs"]
+__all__ = [
+    "NOTEBOOKS_WITH_RUNS",
+    "long_tailed_groups",
+    "noisy_groups",
+    "plan",
+    "planned_specs",
+]
 
 
 def _nb00(profile: str) -> list[RunSpec]:
@@ -34,63 +41,67 @@ def _nb02(profile: str) -> list[RunSpec]:
 
 
 def _nb03(profile: str) -> list[RunSpec]:
-    grid = {
-        "smoke": (2e-4, 5e-3),
-        "quick": (2e-4, 5e-3, 2e-2),
-        "paper": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
-    }[profile]
+    decays = recipes.long_tailed_setup(profile)["weight_decays"]
     return [
         recipes.lt_spec("CE", imbalance_ratio=100, seed=0, profile=profile, weight_decay=wd)
-        for wd in tuple(sorted(grid))
+        for wd in tuple(sorted(decays))
     ]
 
 
-def _nb06(profile: str) -> list[RunSpec]:
-    methods = ("CE", "Focal", "CE-DRW", "LDAM-DRW", "ELM", "ELM-DRW", "LMSCE")
+def long_tailed_groups(
+    profile: str | None = None,
+    methods: Iterable[str] | None = None,
+    orientations: Iterable[str] | None = None,
+) -> dict[str, list[RunSpec]]:
+    """What notebook 06 trains: ``"grid"``, every method of ``methods`` (default: the
+    profile's) without and with PAL at every ratio and seed of
+    :func:`palviz.recipes.long_tailed_setup`; and for each prototype orientation of
+    ``orientations`` (default: the profile's), CE + PAL with that orientation."""
     setup = recipes.long_tailed_setup(profile)
-    seeds = {rho: tuple(setup["seeds"]) for rho in setup["ratios"]}
-    if 10 in seeds:
-        seeds[10] = seeds[10][:1]  # SEEDS_AT_RHO_10 = 1
-    return recipes.lt_grid(methods, seeds=seeds, profile=profile)
+    methods = tuple(setup["methods"] if methods is None else methods)
+    orientations = tuple(setup["orientations"] if orientations is None else orientations)
+    groups = {"grid": recipes.lt_grid(methods, profile=profile)}
+    for o in orientations:
+        groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, profile=profile)
+    return groups
+
+
+def noisy_groups(profile: str | None = None) -> dict:
+    """What notebook 07 trains, from :func:`palviz.recipes.noisy_setup`: per dataset the
+    tables (``(dataset, "symmetric")``, ``(dataset, "asymmetric")``: their methods, rates and
+    seeds) and the headline comparisons (``(dataset, "headline")``: five paired seeds in
+    ``quick``); ``"sweep"``, CE+FNPAL at every s of the sweep."""
+    setup = recipes.noisy_setup(profile)
+    head = setup["headline"]
+    groups: dict = {}
+    for d in setup["datasets"]:
+        common = dict(seeds=setup["seeds"], profile=profile, dataset=d)
+        groups[d, "symmetric"] = recipes.noisy_grid(
+            setup["methods"], setup["symmetric"], "symmetric", **common
+        )
+        groups[d, "asymmetric"] = recipes.noisy_grid(
+            setup["asymmetric_methods"], setup["asymmetric"], "asymmetric", **common
+        )
+        groups[d, "headline"] = recipes.noisy_grid(
+            head["methods"], [head["eta"]], head["kind"], **{**common, "seeds": head["seeds"]}
+        )
+    groups["sweep"] = recipes.scale_sweep(
+        "CE+FNPAL",
+        setup["sweep_etas"],
+        setup["scales"],
+        seeds=setup["seeds"],
+        profile=profile,
+        dataset=setup["sweep_dataset"],
+    )
+    return groups
+
+
+def _nb06(profile: str) -> list[RunSpec]:
+    return [s for specs in long_tailed_groups(profile).values() for s in specs]
 
 
 def _nb07(profile: str) -> list[RunSpec]:
-    fnpn_eta = 0.6
-    setup = recipes.noisy_setup(profile)
-    methods = [m for m in recipes.NOISE_METHODS if m != "CE+FNPN"]
-    pairs = ["CE", "CE+FNPAL", "SCE", "SCE+FNPAL", "NCE+RCE", "NCE+RCE+FNPAL"]
-    plan = {
-        "smoke": dict(asymmetric_methods=pairs, sweep_etas=(fnpn_eta,), scales=(0.3, 3.0)),
-        "quick": dict(
-            asymmetric_methods=pairs,
-            sweep_etas=(0.2, 0.4, 0.6, 0.8),
-            scales=(0.3, 1.0, 3.0, 10.0, 30.0),
-        ),
-        "paper": dict(
-            asymmetric_methods=methods,
-            sweep_etas=(0.2, 0.4, 0.6, 0.8),
-            scales=(0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
-        ),
-    }[profile]
-    datasets = list(setup["datasets"])
-    sweep_dataset = "cifar10" if profile == "paper" else datasets[0]
-    seeds = tuple(setup["seeds"])
-
-    def grid(names, etas, kind, dataset):
-        return recipes.noisy_grid(names, etas, kind, seeds=seeds, profile=profile, dataset=dataset)
-
-    def sweep(method, etas):
-        return recipes.scale_sweep(
-            method, etas, plan["scales"], seeds=seeds, profile=profile, dataset=sweep_dataset
-        )
-
-    specs = []
-    for d in datasets:
-        specs += grid(methods, setup["symmetric"], "symmetric", d)
-        specs += grid(plan["asymmetric_methods"], setup["asymmetric"], "asymmetric", d)
-    specs += sweep("CE+FNPAL", sorted({*plan["sweep_etas"], fnpn_eta}))
-    specs += sweep("CE+FNPN", [fnpn_eta])
-    return specs
+    return [s for specs in noisy_groups(profile).values() for s in specs]
 
 
 def _nb08(profile: str) -> list[RunSpec]:
