@@ -249,7 +249,7 @@ def plot_budget(
     same colour. A dotted vertical line marks ``quick_steps``, where the profile stops. The
     paper's budget ``paper_steps`` is a dash-dotted vertical line when it lies within the
     axis (up to 1.25 times the longest run or ``quick_steps``, the axis then extended to it),
-    else an arrow at the right edge labelled ``"paper: 19,400 steps"`` with its multiple
+    else a legend entry with an arrow, ``"paper: 19,400 steps"`` with its multiple
     of ``quick_steps``. Returns ``ax``."""
     if not isinstance(results_by_label, Mapping) or not results_by_label:
         raise invalid("results_by_label", results_by_label, "a non-empty dict label -> runs")
@@ -314,16 +314,15 @@ def plot_budget(
         else:
             if quick_steps:
                 text += f" ({paper_steps / quick_steps:.0f}x this profile)"
-            ax.annotate(
-                text,
-                xy=(1.0, 0.06),
-                xycoords="axes fraction",
-                xytext=(0.8, 0.06),
-                textcoords="axes fraction",
-                ha="right",
-                va="center",
-                fontsize=8,
-                arrowprops={"arrowstyle": "->", "color": "0.1", "lw": 1.0},
+            # an entry of the legend, so it never covers a curve or another label
+            ax.plot(
+                [],
+                [],
+                ls="none",
+                marker=r"$\rightarrow$",
+                ms=10,
+                color="0.1",
+                label=text + ", off the axis to the right",
             )
     ax.set_xlim(0, 1.03 * right if right else None)
     ax.set_xlabel("SGD steps (epochs x batches per epoch)")
