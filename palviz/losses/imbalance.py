@@ -250,17 +250,37 @@ class FocalLoss(_WeightedLoss):
 
 
 class _LDAMMarginLoss(_WeightedLoss):
-    """Base of LDAM and ELM: LDAM's per-class margins (buffer ``margins``) and a scale ``s``."""
+    """Base of LDAM and ELM: LDAM's per-class margins (buffer ``margins``) and a scale ``s``;
+    :meth:`_margin_inputs` and :meth:`_scaled_ce` are the steps their ``forward`` shares."""
 
     margins: Tensor
 
-    def __init__(self, cls_num_list: ClassCounts, max_m: float, s: float, weight: Weight) -> None:
+    def __init__(
+        self,
+        cls_num_list: ClassCounts,
+        max_m: float = 0.5,
+        s: float = 30.0,
+        weight: Weight = None,
+    ) -> None:
         margins = ldam_margins(cls_num_list, max_m)
         super().__init__(weight, num_classes=len(margins))
         self.num_classes = len(margins)
         self.max_m = float(max_m)
         self.s = check_positive("s", s)
         self.register_buffer("margins", margins)
+
+    def _margin_inputs(
+        self, logits: Tensor, targets: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(z, targets, m, target)``: the checked inputs, the margins on the logits' device
+        and dtype, and the boolean target mask ``[N, C]``."""
+        z, targets = prepare_inputs(logits, targets, self.num_classes)
+        m = self.margins.to(device=z.device, dtype=z.dtype)
+        return z, targets, m, _target_mask(z, targets)
+
+    def _scaled_ce(self, z: Tensor, targets: Tensor) -> Tensor:
+        """``CE(s z', y; w)``, PyTorch's weighted mean, of the shifted logits ``z'``."""
+        return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
 
 
 class LDAMLoss(_LDAMMarginLoss):
@@ -289,25 +309,12 @@ class LDAMLoss(_LDAMMarginLoss):
     Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
     """
 
-    margins: Tensor
-
-    def __init__(
-        self,
-        cls_num_list: ClassCounts,
-        max_m: float = 0.5,
-        s: float = 30.0,
-        weight: Weight = None,
-    ) -> None:
-        super().__init__(cls_num_list, max_m, s, weight)
+    # __init__(cls_num_list, max_m=0.5, s=30.0, weight=None) is the base class's.
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        z, targets = prepare_inputs(logits, targets, self.num_classes)
-        m = self.margins.to(device=z.device, dtype=z.dtype)
-        target = _target_mask(z, targets)
+        z, targets, m, target = self._margin_inputs(logits, targets)
         # z' = z - m_y onehot(y)
-        z = torch.where(target, z - m[targets].unsqueeze(1), z)
-        # CE(s z', y; w), weighted mean
-        return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
+        return self._scaled_ce(torch.where(target, z - m[targets].unsqueeze(1), z), targets)
 
 
 class ELMLoss(_LDAMMarginLoss):
@@ -343,20 +350,12 @@ class ELMLoss(_LDAMMarginLoss):
     target that is itself the largest logit is handled correctly.
 
     Args:
-        cls_num_list: training-set count of each class, ``[C]``.
-        max_m: the largest margin, > 0 (default 0.5).
-        s: logit scale, > 0 (default 30).
+        cls_num_list, max_m, s, weight: as for :class:`LDAMLoss` (defaults 0.5, 30, ``None``).
         lam: weight :math:`\lambda` of the wrong-class margin (default 1.0).
-        weight: class weights ``[C]`` or ``None``; may be reassigned (DRW).
         use_target_margin: keep the :math:`-m_y` term (``False``: "ELM w/o Delta_y").
 
-    Attributes:
-        margins: buffer ``[C]``, :math:`m_j` (the same as :class:`LDAMLoss`).
-
-    Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
+    The buffer ``margins`` and the shapes are those of :class:`LDAMLoss`.
     """
-
-    margins: Tensor
 
     def __init__(
         self,
@@ -372,9 +371,7 @@ class ELMLoss(_LDAMMarginLoss):
         self.use_target_margin = bool(use_target_margin)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        z, targets = prepare_inputs(logits, targets, self.num_classes)
-        m = self.margins.to(device=z.device, dtype=z.dtype)
-        target = _target_mask(z, targets)
+        z, targets, m, target = self._margin_inputs(logits, targets)
         # c* = argmax_{j != y} z_j (target masked out)
         c_star = z.detach().masked_fill(target, float("-inf")).argmax(dim=1)
         # shift of the target logit: -m_y + lam m_{c*}
@@ -382,9 +379,7 @@ class ELMLoss(_LDAMMarginLoss):
         if self.use_target_margin:
             shift = shift - m[targets]
         # z'_y = z_y - m_y + lam m_{c*}; z'_j = z_j for j != y
-        z = torch.where(target, z + shift.unsqueeze(1), z)
-        # CE(s z', y; w), weighted mean
-        return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
+        return self._scaled_ce(torch.where(target, z + shift.unsqueeze(1), z), targets)
 
 
 class LMSCELoss(_WeightedLoss):

@@ -9,6 +9,8 @@ for the notation.
 
 from __future__ import annotations
 
+from string import Template
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -55,7 +57,16 @@ class _NoiseLoss(nn.Module):
         raise NotImplementedError
 
 
-class MAELoss(_NoiseLoss):
+class _ScaledNoiseLoss(_NoiseLoss):
+    """Base of the APL losses that a pair scales: ``__init__(num_classes, scale=1.0)``, with
+    ``scale`` >= 0 multiplying the loss (the pair's ``alpha`` or ``beta``)."""
+
+    def __init__(self, num_classes: int, scale: float = 1.0) -> None:
+        super().__init__(num_classes)
+        self.scale = check_non_negative("scale", scale)
+
+
+class MAELoss(_ScaledNoiseLoss):
     r"""Mean absolute error, reduced form (an APL *passive* loss).
 
     .. math::
@@ -75,10 +86,6 @@ class MAELoss(_NoiseLoss):
     Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
     """
 
-    def __init__(self, num_classes: int, scale: float = 1.0) -> None:
-        super().__init__(num_classes)
-        self.scale = check_non_negative("scale", scale)
-
     def _loss(self, z: Tensor, y: Tensor) -> Tensor:
         # p_y = softmax(z)_y
         p_y = F.softmax(z, dim=1).gather(1, y.unsqueeze(1)).squeeze(1)
@@ -86,7 +93,7 @@ class MAELoss(_NoiseLoss):
         return self.scale * (1.0 - p_y).mean()
 
 
-class RCELoss(_NoiseLoss):
+class RCELoss(_ScaledNoiseLoss):
     r"""Reverse cross entropy (an APL *passive* loss).
 
     .. math::
@@ -105,10 +112,6 @@ class RCELoss(_NoiseLoss):
 
     Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
     """
-
-    def __init__(self, num_classes: int, scale: float = 1.0) -> None:
-        super().__init__(num_classes)
-        self.scale = check_non_negative("scale", scale)
 
     def _loss(self, z: Tensor, y: Tensor) -> Tensor:
         # p = clamp(softmax(z), 1e-7, 1)
@@ -183,7 +186,7 @@ class SCELoss(_NoiseLoss):
         return self.alpha * F.cross_entropy(z, y) + self.rce._loss(z, y)
 
 
-class NCELoss(_NoiseLoss):
+class NCELoss(_ScaledNoiseLoss):
     r"""Normalised cross entropy (an APL *active* loss).
 
     .. math::
@@ -201,10 +204,6 @@ class NCELoss(_NoiseLoss):
 
     Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
     """
-
-    def __init__(self, num_classes: int, scale: float = 1.0) -> None:
-        super().__init__(num_classes)
-        self.scale = check_non_negative("scale", scale)
 
     def _loss(self, z: Tensor, y: Tensor) -> Tensor:
         # log p = log softmax(z)
@@ -279,41 +278,51 @@ class _APLPair(_NoiseLoss):
         return self.active._loss(z, y) + self.passive._loss(z, y)
 
 
-class NCEandRCE(_APLPair):
-    r"""APL pair NCE + RCE: :math:`\mathrm{NCE}(\mathrm{scale}=\alpha) +
-    \mathrm{RCE}(\mathrm{scale}=\beta)`.
+# Docstring of an APL pair, filled in by _pair_doc.
+_PAIR_DOC = Template(
+    r"""APL pair $active + $passive: :math:`\mathrm{$active}(\mathrm{scale}=\alpha$gamma) +
+    \mathrm{$passive}(\mathrm{scale}=\beta)`.
 
     Source: Ma et al., ICML 2020; https://github.com/HanxunH/Active-Passive-Losses
-    (``NCEandRCE``). Reference (alpha, beta): MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1).
+    (``${active}and${passive}``). Reference (alpha, beta$gamma_name): $references.
 
     Args:
         num_classes: C, >= 2.
-        alpha: weight of NCE, >= 0.
-        beta: weight of RCE, >= 0.
+        alpha: weight of $active, >= 0.
+        beta: weight of $passive, >= 0.$gamma_arg
 
     Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
     """
+)
+
+
+def _pair_doc(active: str, passive: str, references: str, gamma: bool = False) -> str:
+    """The docstring of the APL pair ``active + passive``; ``references``: the reference code's
+    (alpha, beta[, gamma]) per data set; ``gamma``: the pair takes NFL's focusing parameter."""
+    return _PAIR_DOC.substitute(
+        active=active,
+        passive=passive,
+        references=references,
+        gamma=r", \gamma" if gamma else "",
+        gamma_name=", gamma" if gamma else "",
+        gamma_arg="\n        gamma: NFL's focusing parameter, >= 0 (default 0.5)." if gamma else "",
+    )
+
+
+class NCEandRCE(_APLPair):
+    __doc__ = _pair_doc("NCE", "RCE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)")
 
     def __init__(self, num_classes: int, alpha: float, beta: float) -> None:
         super().__init__(num_classes, alpha, beta, NCELoss, RCELoss)
 
 
 class NFLandRCE(_APLPair):
-    r"""APL pair NFL + RCE: :math:`\mathrm{NFL}(\mathrm{scale}=\alpha, \gamma) +
-    \mathrm{RCE}(\mathrm{scale}=\beta)`.
-
-    Source: Ma et al., ICML 2020; https://github.com/HanxunH/Active-Passive-Losses
-    (``NFLandRCE``). Reference (alpha, beta, gamma): MNIST (1, 10, 0.5), CIFAR-10 (1, 1, 0.5),
-    CIFAR-100 (10, 0.1, 0.5).
-
-    Args:
-        num_classes: C, >= 2.
-        alpha: weight of NFL, >= 0.
-        beta: weight of RCE, >= 0.
-        gamma: NFL's focusing parameter, >= 0 (default 0.5).
-
-    Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
-    """
+    __doc__ = _pair_doc(
+        "NFL",
+        "RCE",
+        "MNIST (1, 10, 0.5), CIFAR-10 (1, 1, 0.5),\n    CIFAR-100 (10, 0.1, 0.5)",
+        gamma=True,
+    )
 
     def __init__(self, num_classes: int, alpha: float, beta: float, gamma: float = 0.5) -> None:
         super().__init__(num_classes, alpha, beta, NFLLoss, RCELoss, gamma=gamma)
@@ -321,19 +330,7 @@ class NFLandRCE(_APLPair):
 
 
 class NCEandMAE(_APLPair):
-    r"""APL pair NCE + MAE: :math:`\mathrm{NCE}(\mathrm{scale}=\alpha) +
-    \mathrm{MAE}(\mathrm{scale}=\beta)`.
-
-    Source: Ma et al., ICML 2020; https://github.com/HanxunH/Active-Passive-Losses
-    (``NCEandMAE``). Reference (alpha, beta): MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 1).
-
-    Args:
-        num_classes: C, >= 2.
-        alpha: weight of NCE, >= 0.
-        beta: weight of MAE, >= 0.
-
-    Shapes: ``logits [N, C]``, ``targets [N]`` (long) -> scalar.
-    """
+    __doc__ = _pair_doc("NCE", "MAE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 1)")
 
     def __init__(self, num_classes: int, alpha: float, beta: float) -> None:
         super().__init__(num_classes, alpha, beta, NCELoss, MAELoss)
