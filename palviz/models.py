@@ -214,6 +214,22 @@ def _apl_init(net: nn.Module) -> nn.Module:
     return net
 
 
+def _apl_cnn(in_channels: int, stages: list[list[int]], side: int, hidden: int) -> nn.Sequential:
+    """APL's toy CNNs as one flat ``nn.Sequential``: for each stage, a ``conv3x3 + BN + ReLU``
+    block per width, then a 2x2 max-pool; then ``flatten -> fc(hidden) + BN + ReLU``. ``side``
+    is the input's height and width (halved by each stage). Init as APL (:func:`_apl_init`)."""
+    layers: list[nn.Module] = []
+    channels = in_channels
+    for widths in stages:
+        for width in widths:
+            layers.append(_conv_bn_relu(channels, width))
+            channels = width
+        layers.append(nn.MaxPool2d(2))
+    flat = channels * (side // 2 ** len(stages)) ** 2
+    layers += [nn.Flatten(), nn.Linear(flat, hidden), nn.BatchNorm1d(hidden), nn.ReLU()]
+    return _apl_init(nn.Sequential(*layers))
+
+
 def cnn_mnist(in_channels: int = 1) -> nn.Sequential:
     """The 4-layer CNN of the APL noisy-MNIST experiments (``ToyModel(type='MNIST')``).
 
@@ -225,17 +241,7 @@ def cnn_mnist(in_channels: int = 1) -> nn.Sequential:
     ``[N, in_channels, 28, 28] -> [N, 128]``. Parameters: 420,800 (backbone), 422,090 with a
     10-class linear head.
     """
-    net = nn.Sequential(
-        _conv_bn_relu(in_channels, 32),
-        nn.MaxPool2d(2),
-        _conv_bn_relu(32, 64),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(64 * 7 * 7, 128),
-        nn.BatchNorm1d(128),
-        nn.ReLU(),
-    )
-    return _apl_init(net)
+    return _apl_cnn(in_channels, [[32], [64]], side=28, hidden=128)
 
 
 def cnn_cifar10(in_channels: int = 3) -> nn.Sequential:
@@ -250,22 +256,7 @@ def cnn_cifar10(in_channels: int = 3) -> nn.Sequential:
     ``[N, in_channels, 32, 32] -> [N, 256]``. Parameters: 1,637,224 (backbone), 1,639,794
     with a 10-class linear head.
     """
-    net = nn.Sequential(
-        _conv_bn_relu(in_channels, 64),
-        _conv_bn_relu(64, 64),
-        nn.MaxPool2d(2),
-        _conv_bn_relu(64, 128),
-        _conv_bn_relu(128, 128),
-        nn.MaxPool2d(2),
-        _conv_bn_relu(128, 196),
-        _conv_bn_relu(196, 196),
-        nn.MaxPool2d(2),
-        nn.Flatten(),
-        nn.Linear(196 * 4 * 4, 256),
-        nn.BatchNorm1d(256),
-        nn.ReLU(),
-    )
-    return _apl_init(net)
+    return _apl_cnn(in_channels, [[64, 64], [128, 128], [196, 196]], side=32, hidden=256)
 
 
 # --------------------------------------------------------------------------- CPU-sized nets
