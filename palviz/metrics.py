@@ -4,7 +4,8 @@ r"""
 NumPy arrays or torch tensors in, plain Python numbers or NumPy arrays out. Accuracies are
 fractions in $[0, 1]$. Shapes: logits `[N, k]`, predictions and targets `[N]` (integer class
 indices in $[0, k)$), features `[N, d]`, class vectors $W$ `[k, d]` (one row per class, as the
-heads' `prototypes`).
+heads' `prototypes`). A per-class result (`per_class_accuracy`, `*_per_class`) is a float64
+array `[k]`, NaN for a class with no sample.
 
 * **Per-class and shot-group accuracy** (LDAM-DRW convention): many-shot classes have
   $> 100$ training images, medium-shot $20..100$, few-shot $< 20$; a group's accuracy is the
@@ -287,16 +288,8 @@ def weight_norms(W: Any) -> np.ndarray:
 
 
 def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np.ndarray:
-    r"""Mean feature norm per class, $\frac{1}{n_c}\sum_{i: y_i = c} \|z_i\|_2$.
-
-    Args:
-        features: `[N, d]`.
-        targets: `[N]`.
-        num_classes: $k$.
-
-    Returns:
-        float64 array `[num_classes]`; NaN for a class with no sample.
-    """
+    r"""Mean feature norm per class, $\frac{1}{n_c}\sum_{i: y_i = c} \|z_i\|_2$, of the rows of
+    ``features`` `[N, d]` grouped by ``targets`` `[N]` (a per-class result, see the module)."""
     k = check_num_classes(num_classes)
     y = _labels("targets", targets, k)
     f = _matrix("features", features, rows=y.shape[0])
@@ -366,15 +359,8 @@ def sample_margins(logits: Any, targets: Any) -> np.ndarray:
 def mean_confidence_per_class(logits: Any, targets: Any, num_classes: int) -> np.ndarray:
     r"""Mean confidence $\max_j \mathrm{softmax}(z_i)_j$ over the samples of each *true* class.
 
-    Over-confidence shows as confidence above accuracy (PAL Fig. 3).
-
-    Args:
-        logits: `[N, num_classes]`.
-        targets: `[N]`.
-        num_classes: $k$.
-
-    Returns:
-        float64 array `[num_classes]`; NaN for a class with no sample.
+    Over-confidence shows as confidence above accuracy (PAL Fig. 3). Takes ``logits``
+    `[N, num_classes]` and ``targets`` `[N]`; a per-class result, see the module.
     """
     k = check_num_classes(num_classes)
     z, y = _logits_and_targets(logits, targets, k)
