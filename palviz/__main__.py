@@ -2,4 +2,5 @@
 
 from palviz.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a spawned worker process imports this module
+    raise SystemExit(main())

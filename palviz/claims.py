@@ -522,13 +522,13 @@ _FNPN = "Under the same s, CE+FNPAL always shows better performance than CE+FNPN
 
 def long_tailed_claims(setup: Mapping[str, Any]) -> list[Claim]:
     """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``: PAL on
-    each method the profile trains (PAL paper, Sec. 3 and 5.1), ELM-DRW against LDAM-DRW (ELM
-    paper, Sec. IV, Table 1), and the prototype orientations against the default random one,
-    at every imbalance ratio of the profile."""
+    each method the profile trains with PAL, ``pal_methods`` (PAL paper, Sec. 3 and 5.1),
+    ELM-DRW against LDAM-DRW (ELM paper, Sec. IV, Table 1), and the prototype orientations
+    against the default random one, at every imbalance ratio of the profile."""
     claims = []
     for rho in setup["ratios"]:
         where = {"imbalance_ratio": rho}
-        for method in setup["methods"]:
+        for method in setup.get("pal_methods", setup["methods"]):
             claims.append(
                 Claim(
                     "06",

@@ -67,16 +67,28 @@ def mathjax_source() -> Path:
 
 
 def install_mathjax(out_dir: Path) -> Path:
-    """Copy MathJax into ``out_dir/mathjax`` once (a marker file says it is complete)."""
+    """Copy MathJax into ``out_dir/mathjax`` once (a marker file says it is complete). Safe when
+    several processes call it at once: each copies into its own temporary folder and the first
+    rename wins."""
+    import tempfile
+
     target = Path(out_dir) / "mathjax"
-    marker = target / ".complete"
-    if not marker.exists():
-        partial = target.with_name("mathjax.partial")
-        shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(mathjax_source(), partial)
+    if (target / ".complete").exists():
+        return target
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".mathjax.", dir=out_dir))
+    try:
+        shutil.copytree(mathjax_source(), partial, dirs_exist_ok=True)
         (partial / ".complete").write_text("MathJax copied from jupyter-server-mathjax\n")
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
+        if not (target / ".complete").exists():
+            shutil.rmtree(target, ignore_errors=True)  # an incomplete copy of an earlier run
+            try:
+                partial.rename(target)
+            except OSError:  # another process renamed its copy first
+                if not (target / ".complete").exists():
+                    raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return target
 
 

@@ -52,15 +52,18 @@ def long_tailed_groups(
     profile: str | None = None,
     methods: Iterable[str] | None = None,
     orientations: Iterable[str] | None = None,
+    pal_methods: Iterable[str] | None = None,
 ) -> dict[str, list[RunSpec]]:
-    """What notebook 06 trains: ``"grid"``, every method of ``methods`` (default: the
-    profile's) without and with PAL at every ratio and seed of
+    """What notebook 06 trains: ``"grid"``, every method of ``methods`` without PAL and every
+    method of ``pal_methods`` with PAL, at every ratio and seed of
     :func:`palviz.recipes.long_tailed_setup`; and for each prototype orientation of
-    ``orientations`` (default: the profile's), CE + PAL with that orientation."""
+    ``orientations``, CE + PAL with that orientation (each default: the profile's)."""
     setup = recipes.long_tailed_setup(profile)
     methods = tuple(setup["methods"] if methods is None else methods)
+    pal_methods = tuple(setup["pal_methods"] if pal_methods is None else pal_methods)
     orientations = tuple(setup["orientations"] if orientations is None else orientations)
-    groups = {"grid": recipes.lt_grid(methods, profile=profile)}
+    grid = recipes.lt_grid(methods, pal=(False,), profile=profile)
+    groups = {"grid": grid + recipes.lt_grid(pal_methods, pal=(True,), profile=profile)}
     for o in orientations:
         groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, profile=profile)
     return groups

@@ -162,8 +162,8 @@ def long_tailed_setup(profile: str | None = None) -> dict:
     accuracy at the last epoch about 100 %), and weight decay is raised to 2.4e-3 so that the
     sum over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and
     these few steps it would be 0.026 and weight decay would barely act. Headline methods only
-    (CE, LDAM-DRW, ELM-DRW, each without and with PAL), five paired seeds, and CE + PAL with
-    the two other prototype orientations.
+    (CE, LDAM-DRW, ELM-DRW; CE and LDAM-DRW also with PAL), five paired seeds, and CE + PAL
+    with the two other prototype orientations.
     ``full``: the same data and per-run size, every method of :data:`LT_METHODS` at rho = 100
     and 10, five seeds (an hour or two on two CPU cores).
     ``smoke``: as ``quick`` but 2 epochs, one seed, two methods.
@@ -177,6 +177,7 @@ def long_tailed_setup(profile: str | None = None) -> dict:
             "ratios": (100, 10),
             "seeds": (0,),
             "methods": tuple(LT_METHODS),
+            "pal_methods": tuple(LT_METHODS),
             "orientations": (),
             "weight_decays": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
             "train": _ldam_schedule(200, batch_size=128, augment=True),
@@ -194,6 +195,8 @@ def long_tailed_setup(profile: str | None = None) -> dict:
             "quick": ("CE", "LDAM-DRW", "ELM-DRW"),
             "full": tuple(LT_METHODS),
         }[profile],
+        # the methods also trained with PAL (the headline pairs in quick, to keep it quick)
+        "pal_methods": tuple(LT_METHODS) if profile == "full" else ("CE", "LDAM-DRW"),
         "orientations": () if smoke else ("axis", "block"),
         # notebook 03's grid; the profile's own 2.4e-3 run is shared with 00, 02, 06 and 08
         "weight_decays": (2e-4, 2.4e-3) if smoke else (2e-4, 2.4e-3, 2e-2),
@@ -267,11 +270,12 @@ def noisy_setup(profile: str | None = None) -> dict:
     23,400). The budget is chosen on the baseline: at this size CE fits its noisy training
     labels beyond their clean share (80 % at symmetric 0.4, where 60 % are clean) and its test
     accuracy falls after a peak (best minus last about 8 points): the memorisation regime the
-    robust losses and FNPAL are meant for. The headline comparisons (CE, CE+FNPAL, NCE+RCE,
-    NCE+RCE+FNPAL and CE+FNPN at symmetric 0.4) run five paired seeds; CE and CE+FNPAL also
-    run one seed at three other noise settings and CE+FNPAL a short sweep of s.
+    robust losses and FNPAL are meant for. The headline comparisons (CE, CE+FNPAL and CE+FNPN
+    at symmetric 0.4) run five paired seeds; CE and CE+FNPAL also run one seed at three other
+    noise settings and CE+FNPAL a short sweep of s.
     ``full``: the same per-run size, every method of :data:`NOISE_METHODS` at every noise rate,
-    three seeds, the headline at five seeds, the sweep of s at four noise rates.
+    three seeds, the headline (with NCE+RCE and NCE+RCE+FNPAL) at five seeds, the sweep of s at
+    four noise rates.
     ``smoke``: 600 training signals, 2 epochs, one noise rate of each kind, one seed.
     ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and
     CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of docs/reference.md 3.
@@ -291,6 +295,8 @@ def noisy_setup(profile: str | None = None) -> dict:
         "methods": ("CE", "CE+FNPAL", "NCE+RCE", "NCE+RCE+FNPAL", "CE+FNPN"),
         "seeds": (0, 1, 2, 3, 4),
     }
+    # quick keeps the CE pairs; the NCE+RCE pair costs half as much again per run (full has it)
+    quick_headline = {**headline, "methods": ("CE", "CE+FNPAL", "CE+FNPN")}
     if profile == "paper":
         apl = {"batch_size": 128, "momentum": 0.9, "schedule": "cosine", "grad_clip": 5.0}
         return {
@@ -359,7 +365,11 @@ def noisy_setup(profile: str | None = None) -> dict:
         "methods": table_methods if full else pair,
         "asymmetric_methods": table_methods if full else pair,
         "seeds": (0, 1, 2) if full else (0,),
-        "headline": {**headline, "seeds": (0,)} if smoke else headline,
+        "headline": {**quick_headline, "seeds": (0,)}
+        if smoke
+        else headline
+        if full
+        else quick_headline,
         "sweep_dataset": "mnist1d",
         "sweep_etas": (0.2, 0.4, 0.6, 0.8) if full else (0.4,),
         "scales": (0.3, 3.0)

@@ -311,3 +311,24 @@ def test_evaluate_claims_of_no_runs_says_not_run():
     df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
     assert df["verdict"].tolist() == [pc.NOT_RUN] and df["n_seeds"].tolist() == [0]
     assert list(df.columns) == list(pc.CLAIM_COLUMNS)
+
+
+def test_the_notebooks_claims_follow_the_profiles_grids():
+    from palviz import recipes
+
+    lt = pc.long_tailed_claims(recipes.long_tailed_setup("quick"))
+    pairs = [(c.baseline, c.method) for c in lt]
+    assert ("CE", "CE+PAL") in pairs and ("LDAM-DRW", "LDAM-DRW+PAL") in pairs
+    assert ("LDAM-DRW", "ELM-DRW") in pairs
+    assert ("CE+PAL", "CE+PAL (axis)") in pairs and ("CE+PAL", "CE+PAL (block)") in pairs
+    assert all(c.where == {"imbalance_ratio": 100} for c in lt)
+    noisy = pc.noisy_claims(recipes.noisy_setup("quick"))
+    settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in noisy}
+    assert settings == {
+        ("symmetric", 0.2),
+        ("symmetric", 0.4),
+        ("symmetric", 0.8),
+        ("asymmetric", 0.4),
+    }
+    assert sum(c.method == "CE+FNPAL" and c.baseline == "CE" for c in noisy) == 4
+    assert len(lt) + len(noisy) >= 8
