@@ -111,33 +111,6 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
     return time.perf_counter() - start
 
 
-def default_jobs() -> int:
-    """Notebooks executed at once by ``palviz figures``: 2 on a CPU-only machine (the theory
-    notebooks and the serial parts of the experiment notebooks, such as UMAP, overlap with
-    training; the run cache's per-run locks let two notebooks ask for the same run), 1 with a
-    GPU (its runs already fill it)."""
-    import torch
-
-    return 1 if torch.cuda.is_available() else 2
-
-
-def _execute_in_parallel(selected, profile, out_dir, jobs, bar) -> dict[str, float]:
-    """Execute the notebooks ``jobs`` at a time, each in its own process."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    times = {}
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(execute_notebook, p, profile, out_dir): p for p in selected}
-        for future in as_completed(futures):
-            path = futures[future]
-            times[path.stem] = future.result()
-            bar.set_postfix_str(f"{path.stem} done")
-            bar.update()
-    return times
-
-
 def cmd_figures(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
@@ -161,21 +134,16 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
     out_dir = build_dir() / args.profile
     install_mathjax(out_dir)  # once, before the notebooks write their pages
-    jobs = args.jobs if args.jobs is not None else default_jobs()
     times = {}
     total = time.perf_counter()
     try:
-        with tqdm(total=len(selected), desc=f"notebooks ({args.profile})", unit="nb") as bar:
-            if jobs == 1 or len(selected) == 1:
-                for path in selected:
-                    bar.set_postfix_str(path.stem)
-                    times[path.stem] = execute_notebook(path, args.profile, out_dir)
-                    bar.update()
-            else:
-                times = _execute_in_parallel(selected, args.profile, out_dir, jobs, bar)
+        with tqdm(selected, desc=f"notebooks ({args.profile})", unit="nb") as bar:
+            for path in bar:
+                bar.set_postfix_str(path.stem)
+                times[path.stem] = execute_notebook(path, args.profile, out_dir)
     finally:
         index = write_index(out_dir, args.profile)
-    for name, seconds in sorted(times.items()):
+    for name, seconds in times.items():
         print(f"{seconds:8.1f} s  {name}")
     print(f"{time.perf_counter() - total:8.1f} s  total; figures in {figures_dir(args.profile)}")
     print(f"executed notebooks (.ipynb, .html) in {out_dir}")
@@ -383,16 +351,6 @@ def cmd_gallery(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -400,13 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=PROFILES, default="quick")
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--download", action="store_true", help="paper profile: fetch datasets")
-    p.add_argument(
-        "--jobs",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="notebooks executed at once (default: 2 on a CPU, 1 with a GPU)",
-    )
     p.set_defaults(func=cmd_figures)
     p = sub.add_parser("runs", help="list (or --clear) the cached training runs")
     p.add_argument("--clear", action="store_true")
