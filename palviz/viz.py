@@ -183,15 +183,16 @@ def _slider(name: str, spec: Any):
     )
 
 
-def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) -> Any:
+def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) -> None:
     """Show ipywidgets controls that redraw ``draw(**values)`` whenever one moves.
 
     ``controls`` maps each keyword argument of ``draw`` to a widget or a tuple
     ``(value, min, max[, step][, description])``, e.g.
     ``sliders(draw, num_classes=(10, 2, 30, "k"), dim=(16, 2, 40, "d"))``. ``draw`` makes a
     figure (returning it or leaving it current); it is shown with ``plt.show`` and closed.
-    Returns the displayed ``ipywidgets.interactive``, or ``None`` (nothing shown) when not
-    ``enabled`` (e.g. in the ``smoke`` profile) or without ipywidgets."""
+    Nothing is shown when not ``enabled`` (e.g. in the ``smoke`` profile) or without
+    ipywidgets. Returns ``None``: a cell that ends with the call must not show the controls a
+    second time as its value."""
     if not enabled:
         return None
     try:
@@ -206,9 +207,7 @@ def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) 
         plt.show()
         plt.close(fig)
 
-    panel = widgets.interactive(show, **{k: _slider(k, v) for k, v in controls.items()})
-    display(panel)
-    return panel
+    display(widgets.interactive(show, **{k: _slider(k, v) for k, v in controls.items()}))
 
 
 #: The plots of :mod:`palviz.theory_plots` and :mod:`palviz.experiment_plots`, importable
