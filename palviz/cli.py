@@ -86,6 +86,10 @@ def kernel_environment(profile: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PALVIZ_PROFILE"] = profile
     env["MPLBACKEND"] = INLINE_BACKEND
+    # No ipywidgets in these kernels: the pages have no kernel to move a slider (they show a
+    # note instead), and a cell that displays a widget sometimes leaves nbclient waiting for
+    # a reply that never comes (seen with ipykernel 7 and nbclient 0.11).
+    env["PALVIZ_WIDGETS"] = "0"
     env.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
     return env
 

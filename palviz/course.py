@@ -32,6 +32,7 @@ from pathlib import Path
 import nbformat
 
 from palviz.files import atomic_write, project_root
+from palviz.viz import WIDGET_NOTE
 
 __all__ = [
     "Lesson",
@@ -46,11 +47,6 @@ __all__ = [
 TEMPLATES = Path(__file__).with_name("templates")
 MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = (
-    '<div class="palviz-widget-note"><em>Interactive controls (sliders) appear here when the '
-    "notebook runs in JupyterLab (<code>make lab</code>); this page shows the figure for the "
-    "default values above.</em></div>"
-)
 _LEARN = re.compile(r"^\*\*What you will (?:learn|see)\.?\*\*\.?\s*", re.MULTILINE)
 
 

@@ -183,6 +183,14 @@ def _slider(name: str, spec: Any):
     )
 
 
+#: What stands in for the sliders where no kernel can move them (the course pages).
+WIDGET_NOTE = (
+    '<div class="palviz-widget-note"><em>Interactive controls (sliders) appear here when the '
+    "notebook runs in JupyterLab (<code>make lab</code>); this page shows the figure for the "
+    "default values above.</em></div>"
+)
+
+
 def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) -> None:
     """Show ipywidgets controls that redraw ``draw(**values)`` whenever one moves.
 
@@ -191,9 +199,16 @@ def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) 
     ``sliders(draw, num_classes=(10, 2, 30, "k"), dim=(16, 2, 40, "d"))``. ``draw`` makes a
     figure (returning it or leaving it current); it is shown with ``plt.show`` and closed.
     Nothing is shown when not ``enabled`` (e.g. in the ``smoke`` profile) or without
-    ipywidgets. Returns ``None``: a cell that ends with the call must not show the controls a
+    ipywidgets. With ``PALVIZ_WIDGETS=0`` (set by ``palviz figures`` for the kernels that make
+    the course pages, which have no kernel to move a slider) it shows :data:`WIDGET_NOTE`
+    instead. Returns ``None``: a cell that ends with the call must not show the controls a
     second time as its value."""
     if not enabled:
+        return None
+    if os.environ.get("PALVIZ_WIDGETS") == "0":
+        from IPython.display import HTML, display
+
+        display(HTML(WIDGET_NOTE))
         return None
     try:
         import ipywidgets as widgets

@@ -52,7 +52,7 @@ STEMS = ("01_simplex_prototypes", "05_margins_lmsce_ldam_elm")
 PROFILE = "quick"
 SHOTS = ROOT / "build" / "browser"
 RUN_TIMEOUT = 900  # seconds for Run All Cells of one notebook (about 30 s on a quiet laptop)
-FIGURES_TIMEOUT = 420  # seconds from its start for palviz figures --only 01 05
+FIGURES_TIMEOUT = 300  # seconds from its start for palviz figures --only 01 05
 FIGURE_CALL = re.compile(r"savefig\(|plt\.show\(\)")
 SAVEFIG_NAME = re.compile(r"savefig\(\s*\w+\s*,\s*[\"'](\w+)[\"']")
 ERROR_TEXT = re.compile(r"Traceback|\b\w*(Error|Exception)\b:|Error displaying widget")
@@ -669,7 +669,10 @@ def test_page_reads_offline_with_figures_and_typeset_maths(course_pages, offline
     missing = []
     for index, wanted in _figure_cells(executed):
         outputs = executed.cells[index].get("outputs", [])
-        if any(WIDGET_MIME in o.get("data", {}) for o in outputs):
+        # a slider cell: palviz figures runs it without widgets, so it shows the note
+        if "sliders(" in executed.cells[index].source or any(
+            WIDGET_MIME in o.get("data", {}) for o in outputs
+        ):
             if cells[index]["note"] != 1:
                 missing.append(
                     f"cell {index}: {cells[index]['note']} notes in place of its sliders, not 1"

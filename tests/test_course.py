@@ -108,6 +108,7 @@ def test_kernel_draws_inline_whatever_the_callers_backend(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     env = cli.kernel_environment("smoke")
     assert env["MPLBACKEND"] == cli.INLINE_BACKEND
+    assert env["PALVIZ_WIDGETS"] == "0"  # the pages have no kernel: a note, not sliders
     assert env["PALVIZ_PROFILE"] == "smoke"
 
 

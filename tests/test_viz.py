@@ -378,6 +378,14 @@ def test_sliders_displays_an_interactive_that_redraws_the_figure(monkeypatch):
     assert plt.get_fignums() == []  # each figure is shown, then closed
 
 
+def test_sliders_show_a_note_where_no_kernel_can_move_them(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.setenv("PALVIZ_WIDGETS", "0")
+    assert viz.sliders(lambda k: None, k=(1, 0, 2)) is None
+    assert len(shown) == 1 and "palviz-widget-note" in shown[0].data
+
+
 def test_sliders_does_nothing_when_disabled():
     assert viz.sliders(lambda k: None, enabled=False, k=(1, 0, 2)) is None
     with pytest.raises(ValueError, match="slider 'k'"):
