@@ -100,8 +100,11 @@ def _without_widgets(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def page_html(nb: nbformat.NotebookNode, *, mathjax_url: str = MATHJAX_URL) -> str:
-    """``nb`` as one offline HTML page (JupyterLab's look, figures embedded)."""
+def page_html(
+    nb: nbformat.NotebookNode, *, mathjax_url: str = MATHJAX_URL, title: str | None = None
+) -> str:
+    """``nb`` as one offline HTML page (JupyterLab's look, figures embedded), titled ``title``
+    (default: the notebook's first heading)."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
@@ -110,7 +113,10 @@ def page_html(nb: nbformat.NotebookNode, *, mathjax_url: str = MATHJAX_URL) -> s
         extra_template_paths=[str(TEMPLATES)],
         mathjax_url=mathjax_url,
     )
-    body, _ = exporter.from_notebook_node(_without_widgets(nb))
+    title = title or _intro(nb)[0] or "palviz notebook"
+    body, _ = exporter.from_notebook_node(
+        _without_widgets(nb), resources={"metadata": {"name": title}}
+    )
     return body
 
 

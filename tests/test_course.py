@@ -55,6 +55,7 @@ def test_page_is_offline_embeds_figures_and_replaces_widgets():
     assert "Interactive controls" in page and "IntSlider" not in page
     assert "require.js" not in page and "embed-amd" not in page and "mermaid" not in page
     assert r"-\frac{1}{k-1}" in page  # left for MathJax to typeset in the browser
+    assert "<title>03 · A lesson</title>" in page
 
 
 def test_write_page_writes_notebook_html_thumbnail_and_mathjax(tmp_path):
