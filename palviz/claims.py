@@ -524,10 +524,10 @@ def long_tailed_claims(setup: Mapping[str, Any]) -> list[Claim]:
     """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``: PAL on
     each method the profile trains with PAL, ``pal_methods`` (PAL paper, Sec. 3 and 5.1),
     ELM-DRW against LDAM-DRW (ELM paper, Sec. IV, Table 1), and the prototype orientations
-    against the default random one, at every imbalance ratio of the profile."""
+    against the default random one, on every dataset and imbalance ratio of the profile."""
     claims = []
-    for rho in setup["ratios"]:
-        where = {"imbalance_ratio": rho}
+    for dataset, rho in [(d, r) for d in setup["datasets"] for r in setup["ratios"]]:
+        where = {"dataset": dataset, "imbalance_ratio": rho}
         for method in setup.get("pal_methods", setup["methods"]):
             claims.append(
                 Claim(

@@ -321,7 +321,11 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
     assert ("CE", "CE+PAL") in pairs and ("LDAM-DRW", "LDAM-DRW+PAL") in pairs
     assert ("LDAM-DRW", "ELM-DRW") in pairs
     assert ("CE+PAL", "CE+PAL (axis)") in pairs and ("CE+PAL", "CE+PAL (block)") in pairs
-    assert all(c.where == {"imbalance_ratio": 100} for c in lt)
+    assert all(c.where == {"dataset": "mnist1d", "imbalance_ratio": 100} for c in lt)
+    paper = pc.long_tailed_claims(recipes.long_tailed_setup("paper"))
+    assert {(c.where["dataset"], c.where["imbalance_ratio"]) for c in paper} == {
+        (d, r) for d in ("cifar10", "cifar100") for r in (100, 10)
+    }
     noisy = pc.noisy_claims(recipes.noisy_setup("quick"))
     settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in noisy}
     assert settings == {
