@@ -91,8 +91,8 @@ SLOW = pytest.mark.skipif(not os.environ.get("PALVIZ_SLOW"), reason="set PALVIZ_
 @pytest.mark.parametrize(
     "number",
     [
-        # 56 runs, about five minutes on two cores
-        pytest.param("06", marks=[pytest.mark.slow, SLOW]),
+        # 56 runs, about 105 s on two cores
+        "06",
         # about 300 runs, a third of them ResNet-34: tens of minutes on a CPU
         pytest.param("07", marks=[pytest.mark.slow, SLOW]),
         "08",
