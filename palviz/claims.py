@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import filelock
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -426,7 +427,8 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
     The rows already there for the same ``(profile, notebook)`` pairs as ``rows`` are
     replaced, all others kept; the file is sorted by notebook, then claim (stably), and
     written atomically (:func:`palviz.files.atomic_write`): a reader sees the old file or
-    the new one, never half of one.
+    the new one, never half of one. The merge holds a file lock (``.claims.csv.lock`` beside
+    it), so two notebooks writing at once both keep their rows.
 
     Raises:
         ValueError: ``rows`` without the columns :data:`CLAIM_COLUMNS`, or with rows of
@@ -448,14 +450,19 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
     if others:
         raise invalid("rows", others, f"rows of profile {profile!r} only (profile column)")
     new = _typed(rows)
-    old = read_claims(profile)
-    replaced = set(zip(new["profile"], new["notebook"], strict=True))
-    keep = [(p, nb) not in replaced for p, nb in zip(old["profile"], old["notebook"], strict=True)]
-    merged = pd.concat([old[keep], new], ignore_index=True) if len(old) else new
-    merged = _typed(merged).sort_values(["notebook", "claim"], kind="stable")
     path = claims_path(profile)
-    with atomic_write(path, "w") as handle:
-        merged.to_csv(handle, index=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Two notebooks run at once (palviz figures --jobs 2) may both merge their claims: the
+    # read-merge-write below holds a file lock, so neither loses the other's rows.
+    with filelock.FileLock(str(path.with_name(f".{path.name}.lock"))):
+        old = read_claims(profile)
+        replaced = set(zip(new["profile"], new["notebook"], strict=True))
+        pairs = zip(old["profile"], old["notebook"], strict=True)
+        keep = [(p, nb) not in replaced for p, nb in pairs]
+        merged = pd.concat([old[keep], new], ignore_index=True) if len(old) else new
+        merged = _typed(merged).sort_values(["notebook", "claim"], kind="stable")
+        with atomic_write(path, "w") as handle:
+            merged.to_csv(handle, index=False)
     return path
 
 

@@ -2,7 +2,7 @@
 
 ::
 
-    palviz figures [--profile smoke|quick|paper] [--only 00 06 ...] [--download]
+    palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE]
     palviz train SPECFILE [--index I]
@@ -10,11 +10,11 @@
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
 
-``figures`` executes the notebooks in order (working directory ``notebooks/``, as in
-JupyterLab), leaves their figures in ``figures/`` and writes executed copies to
-``build/<profile>/`` as ``.ipynb`` and offline ``.html`` pages, with a front page
-``build/<profile>/index.html`` (see :mod:`palviz.course`). Training results come from the run cache
-(``runs/``), so a second ``figures`` only re-renders.
+``figures`` executes the notebooks, started in order and two at a time on a machine with two
+cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would; it leaves their figures in
+``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb`` and offline
+``.html`` pages, with a front page ``build/<profile>/index.html`` (see :mod:`palviz.course`).
+Training results come from the run cache (``runs/``), so a second ``figures`` only re-renders.
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
 data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
@@ -115,9 +115,52 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
     return time.perf_counter() - start
 
 
-def cmd_figures(args: argparse.Namespace) -> int:
+def figure_jobs(jobs: int | None, n_notebooks: int) -> int:
+    """How many notebooks ``figures`` runs at once: ``jobs``, or by default one per CPU core
+    up to 2 (the run cache's locks keep two notebooks that ask for the same run from training
+    it twice; :func:`palviz.claims.write_claims` locks ``claims.csv``)."""
+    if jobs is None:
+        jobs = min(2, os.cpu_count() or 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise SystemExit(f"--jobs must be a positive integer, got {jobs!r}")
+    return max(1, min(jobs, n_notebooks))
+
+
+def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) -> dict:
+    """Execute ``selected`` with ``jobs`` kernels at a time, started in the notebooks' order;
+    return the seconds each took, in that order. The first error is raised once the
+    notebooks already started have finished (the others are not started)."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     from tqdm.auto import tqdm
 
+    times: dict[str, float] = {}
+    queue = list(selected)
+    desc = f"notebooks ({profile}, {jobs} at a time)"
+    with (
+        tqdm(total=len(selected), desc=desc, unit="nb") as bar,
+        ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="palviz-nb") as pool,
+    ):
+        running: dict = {}
+        while queue or running:
+            while queue and len(running) < jobs:  # start the next ones, in order
+                path = queue.pop(0)
+                running[pool.submit(execute_notebook, path, profile, out_dir)] = path
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            failed = [f for f in finished if f.exception() is not None]
+            if failed:
+                queue.clear()
+                wait(running)  # let the kernels already started finish
+                raise failed[0].exception()
+            for future in finished:
+                path = running.pop(future)
+                times[path.stem] = future.result()
+                bar.set_postfix_str(path.stem)
+                bar.update()
+    return {p.stem: times[p.stem] for p in selected if p.stem in times}
+
+
+def cmd_figures(args: argparse.Namespace) -> int:
     selected = notebooks(args.only)
     if args.profile == "paper":
         needed = sorted({d for p in selected for d in PAPER_DATASETS.get(p.name[:2], ())})
@@ -138,13 +181,11 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
     out_dir = build_dir() / args.profile
     install_mathjax(out_dir)  # once, before the notebooks write their pages
-    times = {}
+    jobs = figure_jobs(args.jobs, len(selected))
+    times: dict[str, float] = {}
     total = time.perf_counter()
     try:
-        with tqdm(selected, desc=f"notebooks ({args.profile})", unit="nb") as bar:
-            for path in bar:
-                bar.set_postfix_str(path.stem)
-                times[path.stem] = execute_notebook(path, args.profile, out_dir)
+        times = run_notebooks(selected, args.profile, out_dir, jobs)
     finally:
         index = write_index(out_dir, args.profile)
     for name, seconds in times.items():
@@ -362,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=PROFILES, default="quick")
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--download", action="store_true", help="paper profile: fetch datasets")
+    p.add_argument(
+        "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
+    )
     p.set_defaults(func=cmd_figures)
     p = sub.add_parser("runs", help="list (or --clear) the cached training runs")
     p.add_argument("--clear", action="store_true")

@@ -1,7 +1,9 @@
 """palviz.claims: paired Student-t intervals, verdicts, claim rows and claims.csv."""
 
 import math
+import threading
 
+import filelock
 import numpy as np
 import pandas as pd
 import pytest
@@ -237,6 +239,11 @@ def test_claim_checks_its_fields():
 # ------------------------------------------------------------------ claims.csv, markdown
 
 
+def _files(folder):
+    """The files in ``folder`` but the merge lock of claims.csv (it stays, as flock files do)."""
+    return sorted(p.name for p in folder.iterdir() if p.name != ".claims.csv.lock")
+
+
 @pytest.fixture
 def figures(tmp_path, monkeypatch):
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path))
@@ -265,7 +272,7 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
     after = pc.read_claims("smoke")
     assert after["notebook"].tolist() == ["06", "07"]
     assert after["verdict"].tolist() == [pc.NOT_RUN, pc.CONTRADICTED]
-    assert sorted(p.name for p in (figures / "smoke").iterdir()) == ["claims.csv"]  # no temp
+    assert _files(figures / "smoke") == ["claims.csv"]  # no temporary file left
 
 
 def test_write_claims_keeps_profiles_apart_and_refuses_foreign_rows(frame, figures):
@@ -292,7 +299,27 @@ def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, mon
             pc.evaluate_claims(frame, [_claim("worse")], profile="smoke", paper_steps=None), "smoke"
         )
     assert path.read_bytes() == before
-    assert sorted(p.name for p in path.parent.iterdir()) == ["claims.csv"]
+    assert _files(path.parent) == ["claims.csv"]
+
+
+def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
+    """Two notebooks run at once both merge into claims.csv: a second writer waits for the
+    first one's lock instead of reading the file the first one is about to replace."""
+    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    seven = pc.evaluate_claims(
+        frame, [_claim("worse", notebook="07")], profile="smoke", paper_steps=None
+    )
+    path = pc.write_claims(six, "smoke")
+    lock = filelock.FileLock(str(path.with_name(".claims.csv.lock")))
+    with lock:
+        writer = threading.Thread(target=pc.write_claims, args=(seven, "smoke"))
+        writer.start()
+        writer.join(timeout=1.0)
+        assert writer.is_alive(), "write_claims did not wait for the lock"
+        assert pc.read_claims("smoke")["notebook"].tolist() == ["06"]
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    assert pc.read_claims("smoke")["notebook"].tolist() == ["06", "07"]
 
 
 def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):

@@ -1,0 +1,80 @@
+"""``palviz figures`` runs notebooks two at a time: order, concurrency, errors, ``--jobs``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from palviz import cli
+
+
+def _paths(n):
+    return [Path(f"/nowhere/{i:02d}_lesson.ipynb") for i in range(n)]
+
+
+def test_figure_jobs_defaults_to_two_and_never_exceeds_the_notebooks(monkeypatch):
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 8)
+    assert cli.figure_jobs(None, 9) == 2
+    assert cli.figure_jobs(None, 1) == 1
+    assert cli.figure_jobs(4, 9) == 4
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
+    assert cli.figure_jobs(None, 9) == 1
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(SystemExit, match=rf"--jobs must be a positive integer, got {bad!r}"):
+            cli.figure_jobs(bad, 9)
+
+
+def test_run_notebooks_runs_two_kernels_at_once_in_the_notebooks_order(monkeypatch):
+    barrier = threading.Barrier(2, timeout=10)  # breaks unless two notebooks run together
+    started, lock = [], threading.Lock()
+    running = [0, 0]  # now, most at once
+
+    third_started = threading.Event()
+
+    def fake(path, profile, out_dir):
+        with lock:
+            started.append(path.stem)
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        if path.stem[:2] in ("00", "01"):
+            barrier.wait()
+        if path.stem.startswith("02"):
+            third_started.set()
+        if path.stem.startswith("00"):  # a long notebook: 01's slot goes to 02 meanwhile
+            assert third_started.wait(timeout=10), "02 waited for 00 although a slot was free"
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+        return float(path.stem[:2])
+
+    monkeypatch.setattr(cli, "execute_notebook", fake)
+    times = cli.run_notebooks(_paths(5), "smoke", Path("/out"), jobs=2)
+    assert list(times) == [f"{i:02d}_lesson" for i in range(5)]
+    assert list(times.values()) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert started[:2] == ["00_lesson", "01_lesson"] or started[:2] == ["01_lesson", "00_lesson"]
+    assert running[1] == 2
+
+
+def test_run_notebooks_raises_the_first_error_and_starts_no_more(monkeypatch):
+    started = []
+
+    def fake(path, profile, out_dir):
+        started.append(path.stem)
+        if path.stem.startswith("01"):
+            raise RuntimeError("cell 3 failed in 01")
+        return 1.0
+
+    monkeypatch.setattr(cli, "execute_notebook", fake)
+    with pytest.raises(RuntimeError, match="cell 3 failed in 01"):
+        cli.run_notebooks(_paths(6), "smoke", Path("/out"), jobs=1)
+    assert started == ["00_lesson", "01_lesson"]
+
+
+def test_figures_command_rejects_bad_jobs_before_running_anything(monkeypatch, tmp_path):
+    monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
+    monkeypatch.setattr(cli, "execute_notebook", lambda *a: pytest.fail("ran a notebook"))
+    with pytest.raises(SystemExit, match="--jobs must be a positive integer, got 0"):
+        cli.main(["figures", "--profile", "smoke", "--only", "00", "--jobs", "0"])
