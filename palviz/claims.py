@@ -45,6 +45,7 @@ __all__ = [
     "Claim",
     "PairedDifference",
     "claims_markdown",
+    "claim_runs",
     "claims_path",
     "evaluate_claims",
     "long_tailed_claims",
@@ -289,6 +290,28 @@ def _by_seed(runs: pd.DataFrame, claim: Claim, label: str, metric: str) -> pd.Se
 def _steps(runs: pd.DataFrame) -> Any:
     steps = pd.to_numeric(runs["steps"], errors="coerce").dropna() if "steps" in runs else []
     return int(max(steps)) if len(steps) else pd.NA
+
+
+def claim_runs(groups: Mapping[Any, Sequence[Any]], exclude: Iterable[Any] = ()) -> list:
+    """The runs of ``groups`` (group -> runs, e.g. notebook 07's results by
+    :func:`palviz.plan.noisy_groups`) that claims read: every group but those in ``exclude``,
+    each run once per cache key, under the label it has in the first group that holds it.
+
+    The claims select runs by label. The same run can sit in two groups under two labels: in
+    ``full`` the s-sweep's "CE+FNPAL s=1" at symmetric 0.2 *is* the tables' "CE+FNPAL" (the
+    noise-aware s there is 1), so a later label must not replace the first one; pass
+    ``exclude=("sweep",)`` to leave out a group whose labels no claim uses.
+    """
+    excluded = set(exclude)
+    unknown = excluded - set(groups)
+    if unknown:
+        raise invalid("exclude", sorted(map(str, unknown)), f"names of groups {list(groups)}")
+    unique: dict[str, Any] = {}
+    for name, runs in groups.items():
+        if name not in excluded:
+            for r in runs:
+                unique.setdefault(r.spec.key(), r)
+    return list(unique.values())
 
 
 def evaluate_claims(

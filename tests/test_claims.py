@@ -363,3 +363,49 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
     }
     assert sum(c.method == "CE+FNPAL" and c.baseline == "CE" for c in noisy) == 4
     assert len(lt) + len(noisy) >= 8
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "full", "paper"])
+def test_every_noisy_claim_finds_its_runs_among_the_claim_runs(profile):
+    """Notebook 07 reads its claims from claim_runs(results, exclude=["sweep"]): each claim's
+    two labels must be there for each seed of its setting. (In ``full`` the s-sweep's
+    "CE+FNPAL s=1" is the same run as the table's "CE+FNPAL" at symmetric 0.2; keeping the
+    sweep's label hid the table's run and the claim read "not run".)"""
+    from types import SimpleNamespace
+
+    from palviz import plan, recipes
+
+    groups = {
+        name: [SimpleNamespace(spec=s, label=s.label) for s in specs]
+        for name, specs in plan.noisy_groups(profile).items()
+    }
+    kept = pc.claim_runs(groups, exclude=["sweep"])
+    assert len({r.spec.key() for r in kept}) == len(kept)
+    seen = {
+        (r.label, r.spec.dataset, r.spec.noise_kind, r.spec.noise_rate, r.spec.seed) for r in kept
+    }
+    setup = recipes.noisy_setup(profile)
+    for claim in pc.noisy_claims(setup):
+        w = claim.where
+        headline = (w["noise_kind"], w["noise_rate"]) == (
+            setup["headline"]["kind"],
+            setup["headline"]["eta"],
+        )
+        seeds = setup["headline"]["seeds"] if headline else setup["seeds"]
+        for label in (claim.baseline, claim.method):
+            for seed in seeds:
+                row = (label, w["dataset"], w["noise_kind"], w["noise_rate"], seed)
+                assert row in seen, (profile, claim.claim, row)
+
+
+def test_claim_runs_keeps_the_first_label_and_names_unknown_groups():
+    from types import SimpleNamespace
+
+    def run(key, label):
+        return SimpleNamespace(spec=SimpleNamespace(key=lambda: key), label=label)
+
+    groups = {"table": [run("a", "CE+FNPAL"), run("b", "CE")], "sweep": [run("a", "s=1")]}
+    assert [r.label for r in pc.claim_runs(groups)] == ["CE+FNPAL", "CE"]
+    assert [r.label for r in pc.claim_runs(groups, exclude=["table"])] == ["s=1"]
+    with pytest.raises(ValueError, match=r"exclude must be names of groups .*got \['swept'\]"):
+        pc.claim_runs(groups, exclude=["swept"])
