@@ -37,6 +37,7 @@ __all__ = [
     "PAPER_BUDGETS",
     "PAPER_STEPS",
     "PaperBudget",
+    "paper_steps_for",
     "plot_budget",
     "steps_per_epoch",
     "steps_per_run",
@@ -86,17 +87,10 @@ class PaperBudget:
 
 
 #: The published set-ups' budgets (docs/reference.md, section 6 for the long-tailed and the noise
-#: tables). CIFAR-10-LT at rho = 100 keeps ``long_tail_counts(5000, 10, 100)`` = 12,406
-#: images; the noise tables train on the whole MNIST (60,000) and CIFAR-10 (50,000)
-#: training splits with the APL configs.
+#: tables). The noise tables train on the whole MNIST (60,000), CIFAR-10 and CIFAR-100 (50,000)
+#: training splits with the APL configs; CIFAR-10-LT and CIFAR-100-LT at rho = 100 and 10 keep
+#: ``long_tail_counts`` of them (12,406 and 20,431; 10,847 and 19,573 images).
 PAPER_BUDGETS: dict[str, PaperBudget] = {
-    "cifar10_lt_rho100": PaperBudget(
-        epochs=200,
-        train_size=sum(pdata.long_tail_counts(5000, 10, 100)),
-        batch_size=128,
-        source="LDAM-DRW set-up (PAL and ELM CIFAR-10-LT tables): ResNet-32, 200 epochs, "
-        "batch 128 over the 12,406 images of CIFAR-10-LT, rho = 100",
-    ),
     "mnist_noisy": PaperBudget(
         epochs=50,
         train_size=60_000,
@@ -111,12 +105,58 @@ PAPER_BUDGETS: dict[str, PaperBudget] = {
         source="APL CIFAR-10 config (PAL and ELM noise tables): 8-layer CNN, 120 epochs, "
         "batch 128 over the 50,000 CIFAR-10 training images",
     ),
+    "cifar100_noisy": PaperBudget(
+        epochs=200,
+        train_size=50_000,
+        batch_size=128,
+        source="APL CIFAR-100 config (PAL noise table): ResNet-34, 200 epochs, "
+        "batch 128 over the 50,000 CIFAR-100 training images",
+    ),
 }
+
+
+def _lt_budget(name: str, per_class: int, k: int, rho: int) -> PaperBudget:
+    n = sum(pdata.long_tail_counts(per_class, k, rho))
+    return PaperBudget(
+        epochs=200,
+        train_size=n,
+        batch_size=128,
+        source=f"LDAM-DRW set-up (PAL and ELM {name} tables): ResNet-32, 200 epochs, "
+        f"batch 128 over the {n:,} images of {name}, rho = {rho}",
+    )
+
+
+for _rho in (100, 10):
+    PAPER_BUDGETS[f"cifar10_lt_rho{_rho}"] = _lt_budget("CIFAR-10-LT", 5000, 10, _rho)
+    PAPER_BUDGETS[f"cifar100_lt_rho{_rho}"] = _lt_budget("CIFAR-100-LT", 500, 100, _rho)
 
 #: The papers' budgets in SGD steps, ``{setting: epochs * ceil(train_size / batch_size)}``:
 #: 19,400 (200 x 97) for CIFAR-10-LT at rho = 100, 23,450 (50 x 469) for noisy MNIST and
 #: 46,920 (120 x 391) for noisy CIFAR-10 (often quoted rounded, as 23,400 and 46,900).
 PAPER_STEPS: dict[str, int] = {name: budget.steps for name, budget in PAPER_BUDGETS.items()}
+
+#: The published dataset an embedded one stands in for: MNIST-1D plays CIFAR-10 in the
+#: long-tailed notebook and MNIST in the noisy-label one (as the notebooks say).
+_STANDS_IN = {"lt": {"mnist1d": "cifar10"}, "noisy": {"mnist1d": "mnist"}}
+
+
+def paper_steps_for(where: Mapping[str, Any]) -> int | None:
+    """The paper's budget in SGD steps for a claim's setting (:attr:`palviz.claims.Claim.where`):
+    a long-tailed setting (it has ``imbalance_ratio``) by the CIFAR-LT set-up of the same
+    dataset and ratio, a noisy one (it has ``noise_kind``) by APL's set-up of the dataset;
+    MNIST-1D stands in for CIFAR-10 and MNIST respectively. ``None`` where no paper trains
+    such a setting (e.g. a ratio the papers do not use)."""
+    if not isinstance(where, Mapping) or "dataset" not in where:
+        raise invalid("where", where, "a mapping with a 'dataset' entry (a claim's setting)")
+    if "imbalance_ratio" in where:
+        dataset = _STANDS_IN["lt"].get(where["dataset"], where["dataset"])
+        rho = where["imbalance_ratio"]
+        name = f"{dataset}_lt_rho{int(rho)}" if float(rho).is_integer() else None
+    elif "noise_kind" in where:
+        name = f"{_STANDS_IN['noisy'].get(where['dataset'], where['dataset'])}_noisy"
+    else:
+        raise invalid("where", dict(where), "a setting with 'imbalance_ratio' or 'noise_kind'")
+    return PAPER_STEPS.get(name)
 
 
 # ------------------------------------------------------------------------------- our runs

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,12 +314,20 @@ def claim_runs(groups: Mapping[Any, Sequence[Any]], exclude: Iterable[Any] = ())
     return list(unique.values())
 
 
+def _check_paper_steps(value: Any) -> int | None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1
+    ):
+        raise invalid("paper_steps", value, "an integer >= 1, None, or a function giving one")
+    return None if value is None else int(value)
+
+
 def evaluate_claims(
     frame: pd.DataFrame,
     claims: Iterable[Claim],
     *,
     profile: str,
-    paper_steps: int | None,
+    paper_steps: int | None | Callable[[Mapping[str, Any]], int | None],
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """One row per claim, columns :data:`CLAIM_COLUMNS`:
@@ -331,7 +339,8 @@ def evaluate_claims(
     accuracies in percentage points, other metrics in their own unit); ``verdict``
     (:func:`verdict`); ``steps_per_run`` (the SGD steps of the runs compared, from the frame's
     ``steps`` column; if the runs of a comparison differ, the largest); ``paper_steps`` (the
-    paper's budget for the setting, as given, e.g. from :data:`palviz.budget.PAPER_STEPS`).
+    paper's budget for the setting: ``paper_steps`` itself, or, if it is a function such as
+    :func:`palviz.budget.paper_steps_for`, its value for the claim's ``where``).
 
     ``frame`` is :func:`palviz.tables.results_frame` of the runs. Runs pair by seed; a seed
     that only one of the two methods ran (or whose metric is NaN, e.g. an empty shot group)
@@ -341,12 +350,8 @@ def evaluate_claims(
     interval and is inconclusive.
     """
     profile = resolve_profile(profile)
-    if paper_steps is not None and (
-        isinstance(paper_steps, bool)
-        or not isinstance(paper_steps, numbers.Integral)
-        or paper_steps < 1
-    ):
-        raise invalid("paper_steps", paper_steps, "an integer >= 1 or None")
+    steps_of = paper_steps if callable(paper_steps) else (lambda where: paper_steps)
+    _check_paper_steps(paper_steps if not callable(paper_steps) else None)
     if not isinstance(frame, pd.DataFrame):
         raise invalid("frame", type(frame).__name__, "a pandas DataFrame (results_frame)")
     missing = [c for c in ("label", "seed") if c not in frame]
@@ -370,8 +375,10 @@ def evaluate_claims(
             "ci_high": float("nan"),
             "verdict": NOT_RUN,
             "steps_per_run": pd.NA,
-            "paper_steps": pd.NA if paper_steps is None else int(paper_steps),
+            "paper_steps": pd.NA,
         }
+        steps = _check_paper_steps(steps_of(dict(claim.where)))
+        row["paper_steps"] = pd.NA if steps is None else steps
         if len(frame):
             base_runs = _select(frame, claim, claim.baseline)
             method_runs = _select(frame, claim, claim.method)

@@ -160,6 +160,28 @@ def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) 
     return {p.stem: times[p.stem] for p in selected if p.stem in times}
 
 
+def train_missing(selected: list[Path], profile: str) -> float:
+    """Train the runs that the ``selected`` notebooks will ask for (:func:`palviz.plan.plan`,
+    with the notebooks' default parameters) and the cache lacks, in one pool
+    (:func:`palviz.runcache.run_many`: two processes on a 2-core CPU, one per GPU), before
+    any notebook starts; the notebooks then read the cache. Two notebooks that each trained
+    their own runs side by side would put four training processes on two cores, which was
+    measured slower than one after the other. Returns the seconds it took (0 if nothing was
+    missing)."""
+    from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
+    from palviz.runcache import is_cached, run_many
+
+    numbers = [p.name[:2] for p in selected if p.name[:2] in NOTEBOOKS_WITH_RUNS]
+    rows = [r for r in plan(numbers, profile) if not is_cached(r["spec"])]
+    if not rows:
+        return 0.0
+    asked = sorted({n for r in rows for n in r["notebooks"]})
+    print(f"training {len(rows)} missing run(s) of notebooks {' '.join(asked)} first")
+    start = time.perf_counter()
+    run_many([r["spec"] for r in rows], desc=f"runs ({profile})")
+    return time.perf_counter() - start
+
+
 def cmd_figures(args: argparse.Namespace) -> int:
     selected = notebooks(args.only)
     if args.profile == "paper":
@@ -179,15 +201,18 @@ def cmd_figures(args: argparse.Namespace) -> int:
             return 2
     from palviz.course import install_mathjax, write_index
 
+    jobs = figure_jobs(args.jobs, len(selected))
     out_dir = build_dir() / args.profile
     install_mathjax(out_dir)  # once, before the notebooks write their pages
-    jobs = figure_jobs(args.jobs, len(selected))
     times: dict[str, float] = {}
     total = time.perf_counter()
     try:
+        training = train_missing(selected, args.profile)
         times = run_notebooks(selected, args.profile, out_dir, jobs)
     finally:
         index = write_index(out_dir, args.profile)
+    if training:
+        print(f"{training:8.1f} s  training the missing runs")
     for name, seconds in times.items():
         print(f"{seconds:8.1f} s  {name}")
     print(f"{time.perf_counter() - total:8.1f} s  total; figures in {figures_dir(args.profile)}")

@@ -61,15 +61,38 @@ def test_steps_per_epoch_errors_name_the_argument():
 
 def test_paper_steps_are_derived_from_epochs_sizes_and_batches():
     assert budget.PAPER_BUDGETS["cifar10_lt_rho100"].train_size == 12_406
+    # CIFAR-LT sizes as LDAM-DRW's code builds them: 12,406 / 20,431 (CIFAR-10-LT, rho 100 /
+    # 10) and 10,847 / 19,573 (CIFAR-100-LT)
+    sizes = {"cifar10_lt_rho10": 20_431, "cifar100_lt_rho100": 10_847, "cifar100_lt_rho10": 19_573}
+    for name, n in sizes.items():
+        assert budget.PAPER_BUDGETS[name].train_size == n
     assert budget.PAPER_STEPS == {
         "cifar10_lt_rho100": 200 * 97,  # 19,400
+        "cifar10_lt_rho10": 200 * 160,
+        "cifar100_lt_rho100": 200 * 85,
+        "cifar100_lt_rho10": 200 * 153,
         "mnist_noisy": 50 * 469,  # 23,450 (quoted rounded as 23,400)
         "cifar10_noisy": 120 * 391,  # 46,920 (quoted rounded as 46,900)
+        "cifar100_noisy": 200 * 391,
     }
     assert budget.PAPER_STEPS["cifar10_lt_rho100"] == 19_400
     for b in budget.PAPER_BUDGETS.values():
         assert b.steps == b.epochs * math.ceil(b.train_size / b.batch_size)
         assert b.batch_size == 128
+
+
+def test_paper_steps_for_a_claims_setting():
+    lt, noisy = {"dataset": "mnist1d", "imbalance_ratio": 10}, {"dataset": "mnist1d"}
+    assert budget.paper_steps_for(lt) == 32_000  # MNIST-1D-LT stands in for CIFAR-10-LT
+    assert budget.paper_steps_for({**lt, "imbalance_ratio": 100.0}) == 19_400
+    assert budget.paper_steps_for({"dataset": "cifar100", "imbalance_ratio": 100}) == 17_000
+    assert budget.paper_steps_for({"dataset": "cifar10", "imbalance_ratio": 50}) is None
+    assert budget.paper_steps_for({**noisy, "noise_kind": "symmetric"}) == 23_450  # as MNIST
+    assert budget.paper_steps_for({"dataset": "cifar100", "noise_kind": "asymmetric"}) == 78_200
+    with pytest.raises(ValueError, match="where must be a setting with 'imbalance_ratio' or"):
+        budget.paper_steps_for(noisy)
+    with pytest.raises(ValueError, match="where must be a mapping with a 'dataset' entry"):
+        budget.paper_steps_for({"imbalance_ratio": 10})
 
 
 # ------------------------------------------------------------------------------ our runs

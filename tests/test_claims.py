@@ -213,11 +213,30 @@ def test_evaluate_claims_reads_a_results_frame():
     assert pd.isna(df["steps_per_run"].iloc[0])  # these metrics hold no training size
 
 
+def test_evaluate_claims_takes_the_papers_steps_per_setting(frame):
+    """paper_steps may be a function of the claim's where (palviz.budget.paper_steps_for)."""
+    seen = []
+
+    def steps(where):
+        seen.append(where)
+        return 19_400 if where == {"imbalance_ratio": 100} else None
+
+    claims = [_claim("PAL"), _claim("same")]
+    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
+    assert seen == [{"imbalance_ratio": 100}] * 2
+    assert df["paper_steps"].tolist() == [19_400, 19_400]
+    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
+    assert df["paper_steps"].isna().all()
+
+
 def test_evaluate_claims_errors_name_the_argument(frame):
     with pytest.raises(ValueError, match="profile must be one of"):
         pc.evaluate_claims(frame, [_claim("PAL")], profile="huge", paper_steps=None)
-    with pytest.raises(ValueError, match="paper_steps must be an integer >= 1 or None, got 0"):
+    steps = "paper_steps must be an integer >= 1, None, or a function giving one, got "
+    with pytest.raises(ValueError, match=steps + "0"):
         pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=0)
+    with pytest.raises(ValueError, match=steps + "'many'"):
+        pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=lambda w: "many")
     where = r"where of claim .*\('rho' is not one\), got \{'rho': 100\}"
     with pytest.raises(ValueError, match=where):
         pc.evaluate_claims(frame, [_claim("PAL", rho=100)], profile="smoke", paper_steps=None)

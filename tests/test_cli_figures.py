@@ -78,3 +78,38 @@ def test_figures_command_rejects_bad_jobs_before_running_anything(monkeypatch, t
     monkeypatch.setattr(cli, "execute_notebook", lambda *a: pytest.fail("ran a notebook"))
     with pytest.raises(SystemExit, match="--jobs must be a positive integer, got 0"):
         cli.main(["figures", "--profile", "smoke", "--only", "00", "--jobs", "0"])
+
+
+def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(monkeypatch):
+    from palviz import plan, runcache
+
+    rows = [
+        {"key": "a", "spec": "spec-a", "notebooks": ["06"]},
+        {"key": "b", "spec": "spec-b", "notebooks": ["06", "08"]},
+        {"key": "c", "spec": "spec-c", "notebooks": ["07"]},
+    ]
+    asked, trained = [], []
+    monkeypatch.setattr(plan, "plan", lambda numbers, profile: asked.append(numbers) or rows)
+    monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
+    monkeypatch.setattr(runcache, "run_many", lambda specs, desc: trained.append(specs))
+    paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]
+    assert cli.train_missing(paths, "quick") >= 0
+    assert asked == [["06", "07", "08"]]  # 01 trains nothing
+    assert trained == [["spec-a", "spec-c"]]
+
+    monkeypatch.setattr(runcache, "is_cached", lambda spec: True)
+    trained.clear()
+    assert cli.train_missing(paths, "quick") == 0.0
+    assert trained == []
+
+
+def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch, tmp_path):
+    monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
+    events = []
+    monkeypatch.setattr(cli, "train_missing", lambda sel, prof: events.append("train") or 1.0)
+    monkeypatch.setattr(
+        cli, "execute_notebook", lambda path, prof, out: events.append(path.stem[:2]) or 0.1
+    )
+    assert cli.main(["figures", "--profile", "smoke", "--only", "06", "00", "--jobs", "1"]) == 0
+    assert events == ["train", "00", "06"]
