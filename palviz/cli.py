@@ -10,11 +10,13 @@
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
 
-``figures`` executes the notebooks, started in order and two at a time on a machine with two
-cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would; it leaves their figures in
-``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb`` and offline
-``.html`` pages, with a front page ``build/<profile>/index.html`` (see :mod:`palviz.course`).
-Training results come from the run cache (``runs/``), so a second ``figures`` only re-renders.
+``figures`` trains the runs the notebooks will ask for that the cache lacks (one pool, before
+any notebook starts), then executes the notebooks, started in order and two at a time on a
+machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would. It leaves
+their figures in ``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb``
+and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (see
+:mod:`palviz.course`). Training results come from the run cache (``runs/``), so a second
+``figures`` only re-renders.
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
 data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
