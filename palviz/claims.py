@@ -350,8 +350,8 @@ def evaluate_claims(
     interval and is inconclusive.
     """
     profile = resolve_profile(profile)
-    steps_of = paper_steps if callable(paper_steps) else (lambda where: paper_steps)
-    _check_paper_steps(paper_steps if not callable(paper_steps) else None)
+    if not callable(paper_steps):
+        _check_paper_steps(paper_steps)  # before any work
     if not isinstance(frame, pd.DataFrame):
         raise invalid("frame", type(frame).__name__, "a pandas DataFrame (results_frame)")
     missing = [c for c in ("label", "seed") if c not in frame]
@@ -363,6 +363,8 @@ def evaluate_claims(
             raise invalid("claims", claim, "Claim objects")
         if len(frame) and claim.metric not in frame:
             raise invalid(f"metric of claim {claim.claim!r}", claim.metric, "a frame column")
+        steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
+        steps = _check_paper_steps(steps)
         row = {
             "profile": profile,
             "notebook": claim.notebook,
@@ -375,10 +377,8 @@ def evaluate_claims(
             "ci_high": float("nan"),
             "verdict": NOT_RUN,
             "steps_per_run": pd.NA,
-            "paper_steps": pd.NA,
+            "paper_steps": pd.NA if steps is None else steps,
         }
-        steps = _check_paper_steps(steps_of(dict(claim.where)))
-        row["paper_steps"] = pd.NA if steps is None else steps
         if len(frame):
             base_runs = _select(frame, claim, claim.baseline)
             method_runs = _select(frame, claim, claim.method)

@@ -170,11 +170,9 @@ def train_missing(selected: list[Path], profile: str) -> float:
     their own runs side by side would put four training processes on two cores, which was
     measured slower than one after the other. Returns the seconds it took (0 if nothing was
     missing)."""
-    from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
-    from palviz.runcache import is_cached, run_many
+    from palviz.runcache import run_many
 
-    numbers = [p.name[:2] for p in selected if p.name[:2] in NOTEBOOKS_WITH_RUNS]
-    rows = [r for r in plan(numbers, profile) if not is_cached(r["spec"])]
+    rows = [r for r in planned_runs(selected, profile) if not r["cached"]]
     if not rows:
         return 0.0
     asked = sorted({n for r in rows for n in r["notebooks"]})
@@ -282,11 +280,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _planned(args: argparse.Namespace) -> list[dict]:
+    return planned_runs(notebooks(args.only), args.profile)
+
+
+def planned_runs(selected: list[Path], profile: str) -> list[dict]:
+    """:func:`palviz.plan.plan` of the ``selected`` notebooks, each row with ``cached`` too."""
     from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.runcache import is_cached
 
-    numbers = [p.name[:2] for p in notebooks(args.only) if p.name[:2] in NOTEBOOKS_WITH_RUNS]
-    rows = plan(numbers, args.profile)
+    numbers = [p.name[:2] for p in selected if p.name[:2] in NOTEBOOKS_WITH_RUNS]
+    rows = plan(numbers, profile)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
     return rows
