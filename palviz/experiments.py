@@ -17,7 +17,6 @@ import X`` (and ``from palviz import experiments as ex``) serves every notebook:
 """
 
 from palviz.recipes import (
-    APL_PARAMS,
     DATASET_NAMES,
     LT_METHODS,
     NOISE_METHODS,
@@ -72,7 +71,6 @@ from palviz.tables import (
 )
 
 __all__ = [
-    "APL_PARAMS",
     "CACHE_SCHEMA",
     "DATASET_NAMES",
     "LT_METHODS",

@@ -1,42 +1,61 @@
 """Named recipes and profiles: what a method trains and what each profile trains at what size.
 
-Methods (``"LDAM-DRW"``, ``"CE+PAL"``, ``"CE+FNPAL"``, ...) are named recipes of loss + head +
-re-weighting, following docs/reference.md 6; a profile (``smoke``, ``quick``, ``paper``) fixes the
-data, network and schedule. The ``*_spec`` and ``*_grid`` functions turn both into
-:class:`~palviz.runcache.RunSpec` objects for the run cache (:mod:`palviz.runcache`). Also the
-published numbers the tables stand beside, and how tables name the datasets.
+Methods (``"LDAM-DRW"``, ``"CE+PAL"``, ``"CE+FNPAL"``, ...) come from the loss registry
+(:mod:`palviz.methods`); a profile (``smoke``, ``quick``, ``full``, ``paper``) is a row of
+literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`: data, network,
+schedule, and the methods it trains, named (registering a method never changes a profile).
+The ``*_spec`` and ``*_grid`` functions turn both into :class:`~palviz.runcache.RunSpec`
+objects for the run cache (:mod:`palviz.runcache`). Also the published numbers the tables
+stand beside, and how tables name the datasets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import copy
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palviz import data as pdata
+from palviz import methods as pmethods
 from palviz.files import resolve_profile
+from palviz.methods import ORIENTATIONS, dataset_family
 from palviz.runcache import RunSpec
 from palviz.theory import noise_aware_scale
 from palviz.train import TrainConfig
 
 # --------------------------------------------------------------------------------------
-# Methods: named recipes of loss + head + re-weighting (docs/reference.md 6)
+# Methods: named recipes of loss + head + re-weighting, from the registry (palviz.methods)
 # --------------------------------------------------------------------------------------
 
-#: Long-tailed methods: name -> (loss, loss kwargs, head, DRW on/off).
-LT_METHODS: dict[str, tuple[str, dict, str, bool]] = {
-    "CE": ("ce", {}, "linear", False),
-    "Focal": ("focal", {"gamma": 1.0}, "linear", False),
-    "CE-DRW": ("ce", {}, "linear", True),
-    "LDAM-DRW": ("ldam", {}, "cosine", True),
-    "ELM": ("elm", {}, "cosine", False),
-    "ELM-DRW": ("elm", {}, "cosine", True),
-    "LMSCE": ("lmsce", {}, "linear", False),
-}
+#: The long-tailed methods (without ``+PAL``), in registration order.
+LT_METHODS: tuple[str, ...] = pmethods.long_tailed_methods()
 
+#: Every noisy-label method, ``+FNPAL`` and ``+FNPN`` variants included.
+NOISE_METHODS: tuple[str, ...] = pmethods.noisy_methods()
 
-#: Orientations of PAL's simplex in feature space (``palviz.heads.simplex_prototypes``):
-#: the papers' random rotation is the default and is not named in a spec or a label.
-ORIENTATIONS = ("random", "axis", "block")
+__all__ = [
+    "DATASET_NAMES",
+    "LONG_TAILED_PROFILES",
+    "LT_METHODS",
+    "NOISE_METHODS",
+    "NOISY_PROFILES",
+    "ORIENTATIONS",
+    "PAPER_LR_WD_INTEGRAL",
+    "PUBLISHED_LT_ACCURACY",
+    "TRAIN_OVERRIDES",
+    "expand_schedule",
+    "long_tailed_setup",
+    "lt_grid",
+    "lt_label_spec",
+    "lt_method",
+    "lt_spec",
+    "noise_method",
+    "noisy_grid",
+    "noisy_setup",
+    "noisy_spec",
+    "published_lt_accuracy",
+    "scale_sweep",
+]
 
 
 def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict:
@@ -49,100 +68,40 @@ def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict
     orientation than the default is labelled e.g. ``"CE+PAL (axis)"``.
     """
     if name not in LT_METHODS:
-        raise ValueError(f"method must be one of {tuple(LT_METHODS)}, got {name!r}")
-    if orientation not in ORIENTATIONS:
-        raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
-    if orientation != "random" and not pal:
-        raise ValueError(f"orientation {orientation!r} needs pal=True (anchored prototypes)")
-    loss, loss_kw, head, drw = LT_METHODS[name]
-    head_kw: dict = {}
-    if pal:
-        head_kw = {"normalize": head == "cosine", "scale": 1.0}
-        if orientation != "random":
-            head_kw["orientation"] = orientation
-        head = "anchored"
+        raise ValueError(f"method must be one of {LT_METHODS}, got {name!r}")
+    if not isinstance(pal, bool):
+        raise ValueError(f"pal must be True or False, got {pal!r}")
+    m = pmethods.method("long_tailed", name + ("+PAL" if pal else ""))
+    head, head_kw = m.head(orientation=orientation)
     return {
-        "loss": loss,
-        "loss_kw": dict(loss_kw),
+        "loss": m.loss,
+        "loss_kw": m.base.kwargs(),
         "head": head,
         "head_kw": head_kw,
-        "drw": drw,
-        "label": name + ("+PAL" if pal else "") + (f" ({orientation})" * (orientation != "random")),
+        "drw": m.drw,
+        "label": m.label + (f" ({orientation})" * (orientation != "random")),
     }
-
-
-#: APL hyperparameters (docs/reference.md 3) per dataset family; MNIST's row serves MNIST-1D and
-#: digits, which have the same ten digit classes.
-APL_PARAMS = {
-    "mnist": {
-        "nce+rce": {"alpha": 1.0, "beta": 10.0},
-        "nfl+rce": {"alpha": 1.0, "beta": 10.0, "gamma": 0.5},
-        "nce+mae": {"alpha": 1.0, "beta": 10.0},
-        "sce": {"alpha": 0.01, "beta": 1.0},
-    },
-    "cifar10": {
-        "nce+rce": {"alpha": 1.0, "beta": 1.0},
-        "nfl+rce": {"alpha": 1.0, "beta": 1.0, "gamma": 0.5},
-        "nce+mae": {"alpha": 1.0, "beta": 1.0},
-        "sce": {"alpha": 0.1, "beta": 1.0},
-    },
-    "cifar100": {
-        "nce+rce": {"alpha": 10.0, "beta": 0.1},
-        "nfl+rce": {"alpha": 10.0, "beta": 0.1, "gamma": 0.5},
-        "nce+mae": {"alpha": 10.0, "beta": 1.0},
-        "sce": {"alpha": 6.0, "beta": 0.1},
-    },
-}
-
-NOISE_METHODS = (
-    "CE",
-    "Focal",
-    "GCE",
-    "SCE",
-    "NCE+MAE",
-    "NCE+RCE",
-    "NFL+RCE",
-    "CE+FNPAL",
-    "SCE+FNPAL",
-    "NCE+RCE+FNPAL",
-    "NFL+RCE+FNPAL",
-    "CE+FNPN",
-)
 
 
 def noise_method(name: str, dataset: str, eta: float, scale: float | None = None) -> dict:
     """Loss and head of a noisy-label method (docs/reference.md 3 and 5).
 
     FNPAL uses ``AnchoredHead(normalize=True, scale=s)`` with the noise-aware
-    ``s = 0.25 / (0.05 + eta)`` for CE and SCE and ``s = 10`` for the APL losses, unless
-    ``scale`` is given. ``CE+FNPN`` is the comparison with learnable normalised prototypes.
+    ``s = 0.25 / (0.05 + eta)`` for CE and SCE and ``s = 10`` for the APL losses (each loss's
+    declaration says which), unless ``scale`` is given. ``CE+FNPN`` is the comparison with
+    learnable normalised prototypes.
     """
-    if name not in NOISE_METHODS:
-        raise ValueError(f"method must be one of {NOISE_METHODS}, got {name!r}")
-    family = "mnist" if dataset in ("mnist", "mnist1d", "digits") else dataset
-    params = APL_PARAMS[family]
-    base = name.replace("+FNPAL", "").replace("+FNPN", "")
-    loss = {"CE": "ce", "Focal": "focal", "GCE": "gce"}.get(base, base.lower())
-    loss_kw: dict = {}
-    if loss == "focal":
-        loss_kw = {"gamma": 0.5, "detach_modulating": True}
-    elif loss == "gce":
-        loss_kw = {"q": 0.7}
-    elif loss in params:
-        loss_kw = dict(params[loss])
-    head, head_kw = "linear", {}
-    if name.endswith("+FNPAL") or name.endswith("+FNPN"):
-        if scale is None:
-            scale = noise_aware_scale(eta) if base in ("CE", "SCE") else 10.0
-        if name.endswith("+FNPAL"):
-            head, head_kw = "anchored", {"normalize": True, "scale": float(scale)}
-        else:
-            head, head_kw = "cosine", {"scale": float(scale)}
-    return {"loss": loss, "loss_kw": loss_kw, "head": head, "head_kw": head_kw, "label": name}
+    m = pmethods.method("noisy", name)
+    if m.variant and scale is None:
+        rule = m.base.fnpal_scale
+        scale = noise_aware_scale(eta) if rule == "noise_aware" else float(rule)
+    head, head_kw = m.head(scale=scale)
+    loss_kw = m.base.kwargs(dataset_family(dataset))
+    return {"loss": m.loss, "loss_kw": loss_kw, "head": head, "head_kw": head_kw, "label": name}
 
 
 # --------------------------------------------------------------------------------------
-# Profiles: what each notebook trains at each size
+# Profiles: what each notebook trains at each size, as literal data
 # --------------------------------------------------------------------------------------
 
 
@@ -151,77 +110,159 @@ def noise_method(name: str, dataset: str, eta: float, scale: float | None = None
 #: decay has pulled the weights in the published regime (palviz.budget computes it).
 PAPER_LR_WD_INTEGRAL = 0.31
 
+#: The training fields a notebook's parameters cell may change (``EPOCHS``, ``LR``,
+#: ``WEIGHT_DECAY``, ``BATCH_SIZE``); they reach every run the notebook trains.
+TRAIN_OVERRIDES = ("epochs", "lr", "weight_decay", "batch_size")
 
-def long_tailed_setup(profile: str | None = None) -> dict:
-    """Data, model, schedule and method grid of the long-tailed experiments (00, 06, 08).
+# The long-tailed methods of the full and paper grids, named (the registry may hold more).
+_LT_ALL = ("CE", "Focal", "CE-DRW", "LDAM-DRW", "ELM", "ELM-DRW", "LMSCE")
 
-    ``quick``: MNIST-1D-LT at rho = 100 (2,326 training signals, 939 down to 9 per class), the
-    1-D CNN, 90 epochs of 37 steps (3,330 SGD steps; the paper's CIFAR-10-LT run has 19,400)
-    with the LDAM-DRW shape of schedule (warm-up, DRW and lr x0.01 at 80 %, x0.0001 at 90 %).
-    The regime is judged on the baselines: every method fits its training set (training
-    accuracy at the last epoch about 100 %), and weight decay is raised to 2.4e-3 so that the
-    sum over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and
-    these few steps it would be 0.026 and weight decay would barely act. Headline methods only
-    (CE, LDAM-DRW, ELM-DRW; CE and LDAM-DRW also with PAL), five paired seeds, and CE + PAL
-    with the two other prototype orientations.
-    ``full``: the same data and per-run size, every method of :data:`LT_METHODS` at rho = 100
-    and 10, five seeds (an hour or two on two CPU cores).
-    ``smoke``: as ``quick`` but 2 epochs, one seed, two methods.
-    ``paper``: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
-    """
-    profile = resolve_profile(profile)
-    if profile == "paper":
-        return {
-            "datasets": ("cifar10", "cifar100"),
-            "arch": "resnet32",
-            "ratios": (100, 10),
-            "seeds": (0,),
-            "methods": tuple(LT_METHODS),
-            "pal_methods": tuple(LT_METHODS),
-            "orientations": (),
-            "weight_decays": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
-            "train": _ldam_schedule(200, batch_size=128, augment=True),
-        }
-    smoke = profile == "smoke"
-    train = _ldam_schedule(2 if smoke else 90, batch_size=64, augment=False, lr=0.05)
-    train["weight_decay"] = 2.4e-3
-    return {
+#: The long-tailed experiments (notebooks 00, 02, 03, 06, 08) per profile. ``train`` is the
+#: schedule: ``shape="ldam-drw"`` is LDAM-DRW's shape scaled to ``epochs`` (see
+#: :func:`expand_schedule`), the other keys are TrainConfig fields.
+#:
+#: ``quick``: MNIST-1D-LT at rho = 100 (2,326 training signals, 939 down to 9 per class), the
+#: 1-D CNN, 90 epochs of 37 steps (3,330 SGD steps; the paper's CIFAR-10-LT run has 19,400).
+#: Every method fits its training set, and weight decay is raised to 2.4e-3 so that the sum
+#: over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and these
+#: few steps it would be 0.026 and weight decay would barely act. Headline methods only, five
+#: paired seeds, and CE + PAL with the two other prototype orientations.
+#: ``full``: the same data and per-run size, the seven methods of both papers' CIFAR-LT tables
+#: at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``: CIFAR-10/100-LT,
+#: ResNet-32, 200 epochs, docs/reference.md 6.
+LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": {
         "datasets": ("mnist1d",),
         "arch": "cnn1d",
-        "ratios": (100, 10) if profile == "full" else (100,),
-        "seeds": (0,) if smoke else (0, 1, 2, 3, 4),
-        "methods": {
-            "smoke": ("CE", "LDAM-DRW"),
-            "quick": ("CE", "LDAM-DRW", "ELM-DRW"),
-            "full": tuple(LT_METHODS),
-        }[profile],
-        # the methods also trained with PAL (the headline pairs in quick, to keep it quick)
-        "pal_methods": tuple(LT_METHODS) if profile == "full" else ("CE", "LDAM-DRW"),
-        "orientations": () if smoke else ("axis", "block"),
-        # notebook 03's grid; the profile's own 2.4e-3 run is shared with 00, 02, 06 and 08
-        "weight_decays": (2e-4, 2.4e-3) if smoke else (2e-4, 2.4e-3, 2e-2),
+        "ratios": (100,),
+        "seeds": (0,),
+        "methods": ("CE", "LDAM-DRW"),
+        "pal_methods": ("CE", "LDAM-DRW"),
+        "orientations": (),
+        "weight_decays": (2e-4, 2.4e-3),
         "train_size": None,
-        "train": train,
-    }
+        "train": {
+            "shape": "ldam-drw",
+            "epochs": 2,
+            "batch_size": 64,
+            "lr": 0.05,
+            "weight_decay": 2.4e-3,
+            "augment": False,
+        },
+    },
+    "quick": {
+        "datasets": ("mnist1d",),
+        "arch": "cnn1d",
+        "ratios": (100,),
+        "seeds": (0, 1, 2, 3, 4),
+        "methods": ("CE", "LDAM-DRW", "ELM-DRW"),
+        "pal_methods": ("CE", "LDAM-DRW"),
+        "orientations": ("axis", "block"),
+        "weight_decays": (2e-4, 2.4e-3, 2e-2),
+        "train_size": None,
+        "train": {
+            "shape": "ldam-drw",
+            "epochs": 90,
+            "batch_size": 64,
+            "lr": 0.05,
+            "weight_decay": 2.4e-3,
+            "augment": False,
+        },
+    },
+    "full": {
+        "datasets": ("mnist1d",),
+        "arch": "cnn1d",
+        "ratios": (100, 10),
+        "seeds": (0, 1, 2, 3, 4),
+        "methods": _LT_ALL,
+        "pal_methods": _LT_ALL,
+        "orientations": ("axis", "block"),
+        "weight_decays": (2e-4, 2.4e-3, 2e-2),
+        "train_size": None,
+        "train": {
+            "shape": "ldam-drw",
+            "epochs": 90,
+            "batch_size": 64,
+            "lr": 0.05,
+            "weight_decay": 2.4e-3,
+            "augment": False,
+        },
+    },
+    "paper": {
+        "datasets": ("cifar10", "cifar100"),
+        "arch": "resnet32",
+        "ratios": (100, 10),
+        "seeds": (0,),
+        "methods": _LT_ALL,
+        "pal_methods": _LT_ALL,
+        "orientations": (),
+        "weight_decays": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
+        "train_size": None,
+        "train": {
+            "shape": "ldam-drw",
+            "epochs": 200,
+            "batch_size": 128,
+            "lr": 0.1,
+            "weight_decay": 2e-4,
+            "augment": True,
+        },
+    },
+}
 
 
-def _ldam_schedule(epochs: int, *, batch_size: int, augment: bool, lr: float = 0.1) -> dict:
-    """LDAM-DRW's schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs), DRW and
-    lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9, wd 2e-4."""
+def expand_schedule(train: Mapping[str, Any]) -> dict:
+    """The TrainConfig fields of a profile's ``train`` entry. ``shape="ldam-drw"``: LDAM-DRW's
+    schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs, none below 10 epochs), DRW
+    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9; the
+    entry's other keys (and explicit ``milestones``, ``drw_epoch``, ...) are kept as given.
+    Without ``shape`` the entry is returned as it is."""
+    train = dict(train)
+    shape = train.pop("shape", None)
+    if shape is None:
+        return train
+    if shape != "ldam-drw":
+        raise ValueError(f"train shape must be 'ldam-drw' or absent, got {shape!r}")
+    epochs = train["epochs"]
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
     first = round(0.8 * epochs)
     second = max(round(0.9 * epochs), first + 1)
-    return {
+    shaped = {
         "epochs": epochs,
-        "batch_size": batch_size,
-        "lr": lr,
+        "batch_size": 128,
+        "lr": 0.1,
         "weight_decay": 2e-4,
         "schedule": "multistep",
         "milestones": (first, second),
         "lr_factors": (0.01, 1e-4),
         "warmup_epochs": max(1, round(epochs * 5 / 200)) if epochs >= 10 else 0,
         "drw_epoch": first,
-        "augment": augment,
+        "augment": False,
     }
+    return {**shaped, **train}
+
+
+def _setup(table: Mapping[str, dict], profile: str | None) -> dict:
+    return copy.deepcopy(table[resolve_profile(profile)])
+
+
+def long_tailed_setup(profile: str | None = None) -> dict:
+    """The row of :data:`LONG_TAILED_PROFILES` for ``profile`` (default: ``$PALVIZ_PROFILE``),
+    a copy, with ``train`` expanded to TrainConfig fields (:func:`expand_schedule`) and the
+    unexpanded entry as ``train_recipe``."""
+    setup = _setup(LONG_TAILED_PROFILES, profile)
+    setup["train_recipe"] = setup["train"]
+    setup["train"] = expand_schedule(setup["train"])
+    return setup
+
+
+def _split_changes(changes: Mapping[str, Any]) -> tuple[dict, dict]:
+    """Training changes that re-shape the schedule (the recipe's own keys) and the others."""
+    recipe_keys = ("epochs", "batch_size", "lr", "weight_decay", "augment")
+    return (
+        {k: v for k, v in changes.items() if k in recipe_keys},
+        {k: v for k, v in changes.items() if k not in recipe_keys},
+    )
 
 
 def lt_spec(
@@ -236,15 +277,17 @@ def lt_spec(
     **train_changes: Any,
 ) -> RunSpec:
     """The :class:`RunSpec` of a long-tailed method in a profile (see :func:`long_tailed_setup`);
-    ``orientation`` as for :func:`lt_method`."""
+    ``orientation`` as for :func:`lt_method`. ``train_changes`` are TrainConfig fields; a
+    change of ``epochs`` re-scales the LDAM-DRW schedule (milestones, DRW, warm-up) with it."""
     setup = long_tailed_setup(profile)
     recipe = lt_method(method, pal, orientation)
     dataset = dataset or setup["datasets"][0]
     info = pdata.dataset_info(dataset)
-    schedule = dict(setup["train"])
+    reshape, others = _split_changes(train_changes)
+    schedule = expand_schedule({**setup["train_recipe"], **reshape})
     if not recipe["drw"]:
         schedule["drw_epoch"] = None
-    schedule.update(train_changes)
+    schedule.update(others)
     config = TrainConfig(seed=seed, mean=info.mean, std=info.std, progress=False, **schedule)
     return RunSpec(
         dataset=dataset,
@@ -261,124 +304,161 @@ def lt_spec(
     )
 
 
-def noisy_setup(profile: str | None = None) -> dict:
-    """Data, model, schedule and method grid of the noisy-label experiments (notebook 07).
+_APL_TRAIN = {"batch_size": 128, "momentum": 0.9, "schedule": "cosine", "grad_clip": 5.0}
+# APL's MNIST recipe (the one its beta = 10 loss weights were tuned with), on MNIST-1D; at
+# lr 0.05 NCE+RCE and NFL+RCE collapse to one class there.
+_MNIST1D_TRAIN = {
+    "epochs": 120,
+    "batch_size": 128,
+    "lr": 0.01,
+    "weight_decay": 1e-2,
+    "nesterov": True,
+    "eta_min": 1e-3,
+    "schedule": "cosine",
+    "grad_clip": 5.0,
+}
+_SYMMETRIC, _ASYMMETRIC = (0.2, 0.4, 0.6, 0.8), (0.1, 0.2, 0.3, 0.4)
+# The noisy-label methods of the full and paper tables, named (the registry may hold more).
+_NOISY_ALL = (
+    "CE",
+    "Focal",
+    "GCE",
+    "SCE",
+    "NCE+MAE",
+    "NCE+RCE",
+    "NFL+RCE",
+    "CE+FNPAL",
+    "SCE+FNPAL",
+    "NCE+RCE+FNPAL",
+    "NFL+RCE+FNPAL",
+)
+_PAIR = ("CE", "CE+FNPAL")
+_HEADLINE = ("CE", "CE+FNPAL", "NCE+RCE", "NCE+RCE+FNPAL", "CE+FNPN")
+_FIVE = (0, 1, 2, 3, 4)
 
-    ``quick``: MNIST-1D, 4,000 training signals (balanced, stratified), the 1-D CNN, APL's
-    MNIST recipe (SGD lr 0.01, Nesterov momentum 0.9, weight decay 1e-2, cosine annealing to
-    1e-3, gradient clip 5.0) for 120 epochs of 32 steps: 3,840 SGD steps (APL's MNIST run has
-    23,400). The budget is chosen on the baseline: at this size CE fits its noisy training
-    labels beyond their clean share (80 % at symmetric 0.4, where 60 % are clean) and its test
-    accuracy falls after a peak (best minus last about 8 points): the memorisation regime the
-    robust losses and FNPAL are meant for. The headline comparisons (CE, CE+FNPAL and CE+FNPN
-    at symmetric 0.4) run five paired seeds; CE and CE+FNPAL also run one seed at three other
-    noise settings and CE+FNPAL a short sweep of s.
-    ``full``: the same per-run size, every method of :data:`NOISE_METHODS` at every noise rate,
-    three seeds, the headline (with NCE+RCE and NCE+RCE+FNPAL) at five seeds, the sweep of s at
-    four noise rates.
-    ``smoke``: 600 training signals, 2 epochs, one noise rate of each kind, one seed.
-    ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and
-    CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of docs/reference.md 3.
-
-    Keys: ``datasets`` (name -> arch and schedule), ``symmetric`` / ``asymmetric`` (noise rates
-    of the tables), ``methods`` / ``asymmetric_methods`` (the tables' methods), ``seeds`` (the
-    tables'), ``headline`` (``kind``, ``eta``, ``methods``, ``seeds``: the paired comparisons
-    the claims are read from), ``sweep_dataset``, ``sweep_etas``, ``scales`` (accuracy
-    against s), ``train_size``.
-    """
-    profile = resolve_profile(profile)
-    symmetric, asymmetric = (0.2, 0.4, 0.6, 0.8), (0.1, 0.2, 0.3, 0.4)
-    table_methods = tuple(m for m in NOISE_METHODS if m != "CE+FNPN")
-    headline = {
-        "kind": "symmetric",
-        "eta": 0.4,
-        "methods": ("CE", "CE+FNPAL", "NCE+RCE", "NCE+RCE+FNPAL", "CE+FNPN"),
-        "seeds": (0, 1, 2, 3, 4),
-    }
-    # quick keeps the CE pairs; the NCE+RCE pair costs half as much again per run (full has it)
-    quick_headline = {**headline, "methods": ("CE", "CE+FNPAL", "CE+FNPN")}
-    if profile == "paper":
-        apl = {"batch_size": 128, "momentum": 0.9, "schedule": "cosine", "grad_clip": 5.0}
-        return {
-            "datasets": {
-                "mnist": {
-                    "arch": "cnn_mnist",
-                    "train": {
-                        **apl,
-                        "epochs": 50,
-                        "lr": 0.01,
-                        "weight_decay": 1e-2,
-                        "nesterov": True,
-                        "eta_min": 1e-3,
-                    },
-                },
-                "cifar10": {
-                    "arch": "cnn_cifar10",
-                    "train": {
-                        **apl,
-                        "epochs": 120,
-                        "lr": 0.01,
-                        "weight_decay": 1e-4,
-                        "augment": True,
-                    },
-                },
-                "cifar100": {
-                    "arch": "resnet34",
-                    "train": {
-                        **apl,
-                        "epochs": 200,
-                        "lr": 0.1,
-                        "weight_decay": 1e-5,
-                        "augment": True,
-                    },
+#: The noisy-label experiments (notebook 07) per profile.
+#:
+#: Keys: ``datasets`` (name -> arch and schedule), ``symmetric`` / ``asymmetric`` (noise rates
+#: of the tables), ``methods`` / ``asymmetric_methods`` (the tables' methods), ``seeds`` (the
+#: tables'), ``headline`` (``kind``, ``eta``, ``methods``, ``seeds``: the paired comparisons
+#: the claims are read from), ``sweep_dataset``, ``sweep_etas``, ``scales`` (accuracy
+#: against s), ``train_size``.
+#:
+#: ``quick``: MNIST-1D, 4,000 training signals (balanced, stratified), the 1-D CNN, APL's
+#: MNIST recipe (SGD lr 0.01, Nesterov momentum 0.9, weight decay 1e-2, cosine annealing to
+#: 1e-3, gradient clip 5.0) for 120 epochs of 32 steps: 3,840 SGD steps (APL's MNIST run has
+#: 23,400). At this size CE fits its noisy training labels beyond their clean share and its
+#: test accuracy falls after a peak: the memorisation regime the robust losses and FNPAL are
+#: meant for. The headline comparisons (CE, CE+FNPAL and CE+FNPN at symmetric 0.4) run five
+#: paired seeds; CE and CE+FNPAL also run one seed at three other noise settings, CE+FNPAL a
+#: short sweep of s. ``full``: the same per-run size, every table method at every noise
+#: rate, three seeds, the headline (with NCE+RCE and NCE+RCE+FNPAL) at five seeds, the sweep
+#: of s at four noise rates. ``smoke``: 600 training signals, 2 epochs, one noise rate of each
+#: kind, one seed. ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120
+#: epochs) and CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of
+#: docs/reference.md 3.
+NOISY_PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": {
+        "datasets": {"mnist1d": {"arch": "cnn1d", "train": {**_MNIST1D_TRAIN, "epochs": 2}}},
+        "symmetric": (0.4,),
+        "asymmetric": (0.2,),
+        "methods": _PAIR,
+        "asymmetric_methods": _PAIR,
+        "seeds": (0,),
+        "headline": {
+            "kind": "symmetric",
+            "eta": 0.4,
+            "methods": ("CE", "CE+FNPAL", "CE+FNPN"),
+            "seeds": (0,),
+        },
+        "sweep_dataset": "mnist1d",
+        "sweep_etas": (0.4,),
+        "scales": (0.3, 3.0),
+        "train_size": 600,
+    },
+    "quick": {
+        "datasets": {"mnist1d": {"arch": "cnn1d", "train": _MNIST1D_TRAIN}},
+        "symmetric": (0.2, 0.4, 0.8),
+        "asymmetric": (0.4,),
+        "methods": _PAIR,
+        "asymmetric_methods": _PAIR,
+        "seeds": (0,),
+        "headline": {
+            "kind": "symmetric",
+            "eta": 0.4,
+            "methods": ("CE", "CE+FNPAL", "CE+FNPN"),
+            "seeds": _FIVE,
+        },
+        "sweep_dataset": "mnist1d",
+        "sweep_etas": (0.4,),
+        "scales": (2.0, 8.0, 32.0),
+        "train_size": 4000,
+    },
+    "full": {
+        "datasets": {"mnist1d": {"arch": "cnn1d", "train": _MNIST1D_TRAIN}},
+        "symmetric": _SYMMETRIC,
+        "asymmetric": _ASYMMETRIC,
+        "methods": _NOISY_ALL,
+        "asymmetric_methods": _NOISY_ALL,
+        "seeds": (0, 1, 2),
+        "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": _FIVE},
+        "sweep_dataset": "mnist1d",
+        "sweep_etas": _SYMMETRIC,
+        "scales": (0.3, 1.0, 3.0, 10.0, 30.0),
+        "train_size": 4000,
+    },
+    "paper": {
+        "datasets": {
+            "mnist": {
+                "arch": "cnn_mnist",
+                "train": {
+                    **_APL_TRAIN,
+                    "epochs": 50,
+                    "lr": 0.01,
+                    "weight_decay": 1e-2,
+                    "nesterov": True,
+                    "eta_min": 1e-3,
                 },
             },
-            "symmetric": symmetric,
-            "asymmetric": asymmetric,
-            "methods": table_methods,
-            "asymmetric_methods": table_methods,
-            "seeds": (0,),
-            "headline": {**headline, "seeds": (0,)},
-            "sweep_dataset": "cifar10",  # PAL Fig. 4-5
-            "sweep_etas": (0.2, 0.4, 0.6, 0.8),
-            "scales": (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
-            "train_size": None,
-        }
-    smoke, full = profile == "smoke", profile == "full"
-    # APL's MNIST recipe (the one its beta = 10 loss weights were tuned with); at lr 0.05
-    # NCE+RCE and NFL+RCE collapse to one class on MNIST-1D.
-    train = {
-        "epochs": 2 if smoke else 120,
-        "batch_size": 128,
-        "lr": 0.01,
-        "weight_decay": 1e-2,
-        "nesterov": True,
-        "eta_min": 1e-3,
-        "schedule": "cosine",
-        "grad_clip": 5.0,
-    }
-    pair = ("CE", "CE+FNPAL")
-    return {
-        "datasets": {"mnist1d": {"arch": "cnn1d", "train": train}},
-        "symmetric": (0.4,) if smoke else symmetric if full else (0.2, 0.4, 0.8),
-        "asymmetric": (0.2,) if smoke else asymmetric if full else (0.4,),
-        "methods": table_methods if full else pair,
-        "asymmetric_methods": table_methods if full else pair,
-        "seeds": (0, 1, 2) if full else (0,),
-        "headline": {**quick_headline, "seeds": (0,)}
-        if smoke
-        else headline
-        if full
-        else quick_headline,
-        "sweep_dataset": "mnist1d",
-        "sweep_etas": (0.2, 0.4, 0.6, 0.8) if full else (0.4,),
-        "scales": (0.3, 3.0)
-        if smoke
-        else (0.3, 1.0, 3.0, 10.0, 30.0)
-        if full
-        else (2.0, 8.0, 32.0),
-        "train_size": 600 if smoke else 4000,
-    }
+            "cifar10": {
+                "arch": "cnn_cifar10",
+                "train": {
+                    **_APL_TRAIN,
+                    "epochs": 120,
+                    "lr": 0.01,
+                    "weight_decay": 1e-4,
+                    "augment": True,
+                },
+            },
+            "cifar100": {
+                "arch": "resnet34",
+                "train": {
+                    **_APL_TRAIN,
+                    "epochs": 200,
+                    "lr": 0.1,
+                    "weight_decay": 1e-5,
+                    "augment": True,
+                },
+            },
+        },
+        "symmetric": _SYMMETRIC,
+        "asymmetric": _ASYMMETRIC,
+        "methods": _NOISY_ALL,
+        "asymmetric_methods": _NOISY_ALL,
+        "seeds": (0,),
+        "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": (0,)},
+        "sweep_dataset": "cifar10",  # PAL Fig. 4-5
+        "sweep_etas": _SYMMETRIC,
+        "scales": (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
+        "train_size": None,
+    },
+}
+
+
+def noisy_setup(profile: str | None = None) -> dict:
+    """The row of :data:`NOISY_PROFILES` for ``profile`` (default: ``$PALVIZ_PROFILE``), a
+    copy."""
+    return _setup(NOISY_PROFILES, profile)
 
 
 def noisy_spec(
@@ -524,13 +604,13 @@ def lt_grid(
     (nested) order, each made by :func:`lt_spec` so a notebook that asks for one of them gets
     the same cached run.
 
-    Defaults come from :func:`long_tailed_setup` (``datasets``, ``ratios``, ``seeds``) and
-    :data:`LT_METHODS`. ``seeds`` may map an imbalance ratio to its own seeds (a ratio it does
+    Defaults come from :func:`long_tailed_setup` (``datasets``, ``ratios``, ``seeds``,
+    ``methods``). ``seeds`` may map an imbalance ratio to its own seeds (a ratio it does
     not name gets the profile's seeds), e.g. ``{10: (0,)}`` to run one seed at rho = 10.
     ``orientation`` places PAL's simplex (:data:`ORIENTATIONS`; with ``pal=(True,)`` only).
     """
     setup = long_tailed_setup(profile)
-    methods = tuple(LT_METHODS) if methods is None else tuple(methods)
+    methods = tuple(setup["methods"] if methods is None else methods)
     for method in methods:
         if method not in LT_METHODS:
             raise ValueError(f"methods must be among {tuple(LT_METHODS)}, got {method!r}")

@@ -38,18 +38,13 @@ import palviz
 from palviz import data as pdata
 from palviz import metrics as pmetrics
 from palviz.files import runs_dir, save_npz, write_json
-from palviz.losses import make_loss
+from palviz.losses import registry
 from palviz.models import make_model
 from palviz.threads import single_thread
 from palviz.train import TrainConfig, _nan_to_none, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
 CACHE_SCHEMA = 2
-
-#: Losses whose constructor takes the training class counts.
-_NEEDS_COUNTS = ("ldam", "elm", "elm_wo_delta_y")
-#: Losses whose constructor takes the number of classes.
-_NEEDS_NUM_CLASSES = ("mae", "rce", "gce", "sce", "nce", "nfl", "nce+rce", "nfl+rce", "nce+mae")
 
 
 @dataclass(frozen=True)
@@ -277,13 +272,11 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
 
 
 def build_loss(spec: RunSpec, train_counts: Sequence[int], num_classes: int):
-    """The loss a spec names, given the training class counts."""
-    kw = dict(spec.loss_kw)
-    if spec.loss in _NEEDS_COUNTS:
-        kw.setdefault("cls_num_list", list(train_counts))
-    if spec.loss in _NEEDS_NUM_CLASSES:
-        kw.setdefault("num_classes", num_classes)
-    return make_loss(spec.loss, **kw)
+    """The loss a spec names, given the training class counts: the registry hands the loss
+    the facts of the run it declares it needs (:mod:`palviz.losses.registry`)."""
+    return registry.build_loss(
+        spec.loss, spec.loss_kw, class_counts=train_counts, num_classes=num_classes
+    )
 
 
 #: The arrays of ``features.npz``.

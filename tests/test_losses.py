@@ -14,6 +14,7 @@ import torch
 
 from palviz.losses import (
     LOSS_NAMES,
+    LOSSES,
     CrossEntropyLoss,
     ELMLoss,
     FocalLoss,
@@ -31,6 +32,7 @@ from palviz.losses import (
     SCELoss,
     class_balanced_weights,
     make_loss,
+    registry,
 )
 
 TOL = 1e-5
@@ -580,55 +582,80 @@ def test_nfl_gradient_treats_the_focusing_factors_as_constants():
 # Every loss: registry, gradients, dtypes, devices
 # ---------------------------------------------------------------------------------------------
 
-BUILDERS = {
-    "ce": ({}, CrossEntropyLoss),
-    "focal": ({"gamma": 1.0}, FocalLoss),
-    "ldam": ({"cls_num_list": CIFAR10_LT_100}, LDAMLoss),
-    "elm": ({"cls_num_list": CIFAR10_LT_100}, ELMLoss),
-    "elm_wo_delta_y": ({"cls_num_list": CIFAR10_LT_100}, ELMLoss),
-    "lmsce": ({}, LMSCELoss),
-    "mae": ({"num_classes": 10}, MAELoss),
-    "rce": ({"num_classes": 10}, RCELoss),
-    "gce": ({"num_classes": 10}, GCELoss),
-    "sce": ({"num_classes": 10, "alpha": 0.1, "beta": 1.0}, SCELoss),
-    "nce": ({"num_classes": 10}, NCELoss),
-    "nfl": ({"num_classes": 10}, NFLLoss),
-    "nce+rce": ({"num_classes": 10, "alpha": 1.0, "beta": 1.0}, NCEandRCE),
-    "nfl+rce": ({"num_classes": 10, "alpha": 1.0, "beta": 1.0}, NFLandRCE),
-    "nce+mae": ({"num_classes": 10, "alpha": 1.0, "beta": 1.0}, NCEandMAE),
-    "normalized_margin": ({"num_classes": 10, "s": 10.0}, NormalizedMarginLoss),
-}
+
+def example_kwargs(name: str) -> dict:
+    """Arguments that build loss ``name``: its first table method's (CIFAR-10's where they
+    depend on the dataset) plus the facts of a CIFAR-10-LT run, all from the registry."""
+    entry = LOSSES[name]
+    kw = entry.methods[0].kwargs("cifar10") if entry.methods else {}
+    facts = {"class_counts": CIFAR10_LT_100, "num_classes": 10}
+    kw.update({registry.FACTS[f]: facts[f] for f in entry.needs})
+    return kw
 
 
-def test_loss_names_are_the_documented_sixteen():
-    assert LOSS_NAMES == (
-        "ce",
-        "focal",
-        "ldam",
-        "elm",
-        "elm_wo_delta_y",
-        "lmsce",
-        "mae",
-        "rce",
-        "gce",
-        "sce",
-        "nce",
-        "nfl",
-        "nce+rce",
-        "nfl+rce",
-        "nce+mae",
-        "normalized_margin",
-    )
-    assert set(BUILDERS) == set(LOSS_NAMES)
+BUILDERS = {name: (example_kwargs(name), LOSSES[name].factory) for name in LOSS_NAMES}
+
+
+def test_every_registered_loss_builds_from_its_declaration():
+    assert len(LOSS_NAMES) >= 16 and len(set(LOSS_NAMES)) == len(LOSS_NAMES)
+    for name, (kw, factory) in BUILDERS.items():
+        loss = make_loss(name, **kw)
+        if isinstance(factory, type):
+            assert type(loss) is factory, name
+        assert LOSSES[name].head in registry.HEAD_FAMILIES
+        assert LOSSES[name].source, name
+        # the facts a run supplies reach the constructor under their registered names
+        built = registry.build_loss(
+            name,
+            {k: v for k, v in kw.items() if k not in registry.FACTS.values()},
+            class_counts=CIFAR10_LT_100,
+            num_classes=10,
+        )
+        assert type(built) is type(loss), name
+    assert make_loss("elm", **BUILDERS["elm"][0]).use_target_margin is True
+    assert make_loss("elm_wo_delta_y", **BUILDERS["elm"][0]).use_target_margin is False
+
+
+def test_register_loss_rejects_a_bad_declaration():
+    class Fine(torch.nn.Module):
+        def __init__(self, num_classes: int, q: float = 0.5):
+            super().__init__()
+
+    cases = [
+        (dict(name="ce"), "taken by"),
+        (dict(name="fresh", needs=("counts",)), "not among the facts"),
+        (dict(name="fresh", needs=("class_counts",)), "must take 'cls_num_list'"),
+        (dict(name="fresh", head="sphere"), "head must be one of"),
+        (
+            dict(name="fresh", methods=[registry.long_tailed("Fresh", qq=1.0)]),
+            r"passes \['qq'\]",
+        ),
+        (dict(name="fresh", methods=[registry.long_tailed("CE")]), "method 'CE' is taken"),
+    ]
+    for kw, message in cases:
+        name = kw.pop("name")
+        with pytest.raises(ValueError, match=message):
+            registry.register_loss(name, source="test", **kw)(Fine)
+        assert "fresh" not in LOSSES
+
+
+def test_loss_kw_is_checked_against_the_constructor():
+    registry.check_loss_kw("focal", {"gamma": 2.0})
+    with pytest.raises(ValueError, match=r"no argument 'gama'.*allowed: \['gamma'"):
+        registry.check_loss_kw("focal", {"gama": 2.0})
+    with pytest.raises(ValueError, match="the run supplies it"):
+        registry.check_loss_kw("ldam", {"cls_num_list": [3, 2]})
+    with pytest.raises(ValueError, match="has no argument"):
+        make_loss("ce", gamma=1.0)
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_make_loss_builds_each_name(name):
-    kw, cls = BUILDERS[name]
+    kw, factory = BUILDERS[name]
     loss = make_loss(name, **kw)
-    assert type(loss) is cls
-    if name.startswith("elm"):
-        assert loss.use_target_margin is (name == "elm")
+    assert isinstance(loss, torch.nn.Module)
+    if isinstance(factory, type):
+        assert type(loss) is factory
 
 
 def test_make_loss_rejects_an_unknown_name_listing_the_allowed_ones():

@@ -43,115 +43,46 @@ Practicalities
   float64 logits stay float64 (for exact numerical checks in the notebooks).
 * Arguments are checked at construction, inputs at ``forward``; errors name the argument, the
   value received and what is allowed (``max_m must be > 0, got -0.5``).
-* :func:`make_loss` builds any loss by name; :data:`LOSS_NAMES` lists the names.
+* Every loss is declared once, on its class, with :func:`~palviz.losses.registry.register_loss`
+  (its name, the facts of a run it needs, its head family, its source and its table methods);
+  :func:`make_loss` builds any loss by name, :data:`LOSSES` holds the declarations and
+  :data:`LOSS_NAMES` the names (``palviz methods`` prints them as a table).
 
 Modules: :mod:`palviz.losses.imbalance` (CE, focal, LDAM, ELM, LMSCE, PAL's normalised margin
-loss, the margins and class weights) and :mod:`palviz.losses.noise` (the APL family); every
-public name is importable from :mod:`palviz.losses` itself.
+loss, the margins and class weights), :mod:`palviz.losses.noise` (the APL family), every other
+module of this package (each imported here, so that its losses register) and
+:mod:`palviz.losses.registry`. Every public name is importable from :mod:`palviz.losses`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import importlib
+import pkgutil
 
-from torch import nn
-
-from palviz.losses import imbalance, noise
-from palviz.losses._inputs import ClassCounts, Weight
-from palviz.losses.imbalance import (
-    CrossEntropyLoss,
-    ELMLoss,
-    FocalLoss,
-    LDAMLoss,
-    LMSCELoss,
-    NormalizedMarginLoss,
-    class_balanced_weights,  # noqa: F401 (re-exported: in imbalance.__all__)
-    ldam_margins,  # noqa: F401 (re-exported: in imbalance.__all__)
-)
-from palviz.losses.noise import (
-    GCELoss,
-    MAELoss,
-    NCEandMAE,
-    NCEandRCE,
-    NCELoss,
-    NFLandRCE,
-    NFLLoss,
-    RCELoss,
-    SCELoss,
-)
-
-# Every public name of the submodules, and the registry's own.
-__all__ = ["LOSS_NAMES", "make_loss"]
-__all__ += imbalance.__all__
-__all__ += noise.__all__
+from palviz.losses import registry
+from palviz.losses.registry import LOSSES, build_loss, check_loss_kw, make_loss
 
 
-# ---------------------------------------------------------------------------------------------
-# Registry
-# ---------------------------------------------------------------------------------------------
+def _loss_modules() -> list:
+    """Every module of this package but the registry and private helpers, imported in name
+    order after the two papers' own (imbalance, noise), so that their losses register."""
+    first = ["imbalance", "noise"]
+    others = sorted(
+        m.name
+        for m in pkgutil.iter_modules(__path__)
+        if m.name not in first and m.name != "registry" and not m.name.startswith("_")
+    )
+    return [importlib.import_module(f"{__name__}.{name}") for name in first + others]
 
 
-def _elm_without_target_margin(
-    cls_num_list: ClassCounts,
-    max_m: float = 0.5,
-    s: float = 30.0,
-    lam: float = 1.0,
-    weight: Weight = None,
-) -> ELMLoss:
-    """ELM w/o Delta_y: :class:`ELMLoss` without the ``-m_y`` term (``use_target_margin=False``)."""
-    return ELMLoss(cls_num_list, max_m=max_m, s=s, lam=lam, weight=weight, use_target_margin=False)
+_MODULES = _loss_modules()
+for _module in _MODULES:
+    globals().update({name: getattr(_module, name) for name in _module.__all__})
 
+#: The names :func:`make_loss` accepts, in registration order.
+LOSS_NAMES: tuple[str, ...] = tuple(LOSSES)
 
-_REGISTRY: dict[str, Callable[..., nn.Module]] = {
-    "ce": CrossEntropyLoss,
-    "focal": FocalLoss,
-    "ldam": LDAMLoss,
-    "elm": ELMLoss,
-    "elm_wo_delta_y": _elm_without_target_margin,
-    "lmsce": LMSCELoss,
-    "mae": MAELoss,
-    "rce": RCELoss,
-    "gce": GCELoss,
-    "sce": SCELoss,
-    "nce": NCELoss,
-    "nfl": NFLLoss,
-    "nce+rce": NCEandRCE,
-    "nfl+rce": NFLandRCE,
-    "nce+mae": NCEandMAE,
-    "normalized_margin": NormalizedMarginLoss,
-}
-
-#: The names :func:`make_loss` accepts.
-LOSS_NAMES: tuple[str, ...] = tuple(_REGISTRY)
-
-
-def make_loss(name: str, **kw: Any) -> nn.Module:
-    """Build a loss by name, passing ``kw`` to its constructor.
-
-    ========================  ======================================================
-    name                      builds
-    ========================  ======================================================
-    ``"ce"``                  :class:`CrossEntropyLoss`
-    ``"focal"``               :class:`FocalLoss` (``gamma=...``)
-    ``"ldam"``                :class:`LDAMLoss` (``cls_num_list=...``)
-    ``"elm"``                 :class:`ELMLoss` (``cls_num_list=...``)
-    ``"elm_wo_delta_y"``      :class:`ELMLoss` with ``use_target_margin=False``
-    ``"lmsce"``               :class:`LMSCELoss`
-    ``"mae"``, ``"rce"``,     :class:`MAELoss`, :class:`RCELoss`, :class:`GCELoss`,
-    ``"gce"``, ``"sce"``,     :class:`SCELoss`, :class:`NCELoss`, :class:`NFLLoss`
-    ``"nce"``, ``"nfl"``      (``num_classes=...``)
-    ``"nce+rce"``,            :class:`NCEandRCE`, :class:`NFLandRCE`,
-    ``"nfl+rce"``,            :class:`NCEandMAE` (``num_classes, alpha, beta``)
-    ``"nce+mae"``
-    ``"normalized_margin"``   :class:`NormalizedMarginLoss` (``num_classes=...``)
-    ========================  ======================================================
-
-    Example: ``make_loss("ldam", cls_num_list=counts, max_m=0.5, s=30)``.
-
-    Raises:
-        ValueError: for a name not in :data:`LOSS_NAMES` (the message lists them).
-    """
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown loss name {name!r}; allowed names: {', '.join(LOSS_NAMES)}")
-    return _REGISTRY[name](**kw)
+__all__ = ["LOSSES", "LOSS_NAMES", "build_loss", "check_loss_kw", "make_loss", "registry"]
+for _module in _MODULES:
+    __all__ += _module.__all__
+del _module

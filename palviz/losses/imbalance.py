@@ -26,6 +26,7 @@ from palviz.checks import (
     check_real,
 )
 from palviz.losses._inputs import ClassCounts, Weight, prepare_inputs
+from palviz.losses.registry import long_tailed, noisy, register_loss
 
 __all__ = [
     "CrossEntropyLoss",
@@ -35,6 +36,7 @@ __all__ = [
     "LMSCELoss",
     "NormalizedMarginLoss",
     "class_balanced_weights",
+    "elm_without_target_margin",
     "ldam_margins",
 ]
 
@@ -167,6 +169,15 @@ def class_balanced_weights(cls_num_list: ClassCounts, beta: float = 0.9999) -> T
 # ---------------------------------------------------------------------------------------------
 
 
+@register_loss(
+    "ce",
+    source="softmax cross entropy; DRW: Cao et al., NeurIPS 2019, Sec. 3.3",
+    methods=[
+        long_tailed("CE"),
+        long_tailed("CE-DRW", drw=True),
+        noisy("CE", fnpal=True, fnpn=True),
+    ],
+)
 class CrossEntropyLoss(_WeightedLoss):
     r"""Softmax cross entropy, with optional class weights (for DRW).
 
@@ -191,6 +202,14 @@ class CrossEntropyLoss(_WeightedLoss):
         return F.cross_entropy(z, targets, weight=self._weight_like(z))
 
 
+@register_loss(
+    "focal",
+    source="Lin et al., ICCV 2017, Eq. 5",
+    methods=[
+        long_tailed("Focal", gamma=1.0),
+        noisy("Focal", gamma=0.5, detach_modulating=True),
+    ],
+)
 class FocalLoss(_WeightedLoss):
     r"""Focal loss, in the form of LDAM-DRW (default) or of the APL code.
 
@@ -283,6 +302,13 @@ class _LDAMMarginLoss(_WeightedLoss):
         return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
 
 
+@register_loss(
+    "ldam",
+    needs=("class_counts",),
+    head="cosine",
+    source="Cao et al., NeurIPS 2019, Eq. 13",
+    methods=[long_tailed("LDAM-DRW", drw=True)],
+)
 class LDAMLoss(_LDAMMarginLoss):
     r"""Label-distribution-aware margin loss.
 
@@ -317,6 +343,13 @@ class LDAMLoss(_LDAMMarginLoss):
         return self._scaled_ce(torch.where(target, z - m[targets].unsqueeze(1), z), targets)
 
 
+@register_loss(
+    "elm",
+    needs=("class_counts",),
+    head="cosine",
+    source="Kato & Hotta, arXiv 2306.09132, Eq. 6",
+    methods=[long_tailed("ELM"), long_tailed("ELM-DRW", drw=True)],
+)
 class ELMLoss(_LDAMMarginLoss):
     r"""Enlarged large margin loss (ELM), as published.
 
@@ -382,6 +415,11 @@ class ELMLoss(_LDAMMarginLoss):
         return self._scaled_ce(torch.where(target, z + shift.unsqueeze(1), z), targets)
 
 
+@register_loss(
+    "lmsce",
+    source="Kobayashi, ICIP 2019 (large-margin softmax CE)",
+    methods=[long_tailed("LMSCE")],
+)
 class LMSCELoss(_WeightedLoss):
     r"""Large-margin softmax cross entropy of Kobayashi (the ELM paper's "LMSCE [18]").
 
@@ -435,6 +473,12 @@ class LMSCELoss(_WeightedLoss):
 # ---------------------------------------------------------------------------------------------
 
 
+@register_loss(
+    "normalized_margin",
+    needs=("num_classes",),
+    head="cosine",
+    source="Zhou et al., ICML 2022 (PAL), Eq. 2",
+)
 class NormalizedMarginLoss(nn.Module):
     r"""PAL's :math:`L_\alpha` (Eq. 2) on cosine logits :math:`\cos_{ij} = w_j^\top z_i`.
 
@@ -504,3 +548,20 @@ class NormalizedMarginLoss(nn.Module):
         cos = torch.where(target, cos - alpha[targets].unsqueeze(1), cos)
         # -log e^{s(cos_y - alpha_y)} / (e^{s(cos_y - alpha_y)} + sum_{j != y} e^{s cos_j})
         return F.cross_entropy(self.s * cos, targets)
+
+
+@register_loss(
+    "elm_wo_delta_y",
+    needs=("class_counts",),
+    head="cosine",
+    source="Kato & Hotta, arXiv 2306.09132, Table 1 (ELM w/o Delta_y)",
+)
+def elm_without_target_margin(
+    cls_num_list: ClassCounts,
+    max_m: float = 0.5,
+    s: float = 30.0,
+    lam: float = 1.0,
+    weight: Weight = None,
+) -> ELMLoss:
+    """ELM w/o Delta_y: :class:`ELMLoss` without the ``-m_y`` term (``use_target_margin=False``)."""
+    return ELMLoss(cls_num_list, max_m=max_m, s=s, lam=lam, weight=weight, use_target_margin=False)

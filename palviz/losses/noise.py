@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from palviz.checks import check_non_negative, check_num_classes, check_range
 from palviz.losses._inputs import prepare_inputs
+from palviz.losses.registry import noisy, register_loss
 
 __all__ = [
     "GCELoss",
@@ -66,6 +67,7 @@ class _ScaledNoiseLoss(_NoiseLoss):
         self.scale = check_non_negative("scale", scale)
 
 
+@register_loss("mae", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Sec. 3")
 class MAELoss(_ScaledNoiseLoss):
     r"""Mean absolute error, reduced form (an APL *passive* loss).
 
@@ -93,6 +95,7 @@ class MAELoss(_ScaledNoiseLoss):
         return self.scale * (1.0 - p_y).mean()
 
 
+@register_loss("rce", needs=("num_classes",), source="Wang et al., ICCV 2019 (SCE), Eq. 5")
 class RCELoss(_ScaledNoiseLoss):
     r"""Reverse cross entropy (an APL *passive* loss).
 
@@ -122,6 +125,12 @@ class RCELoss(_ScaledNoiseLoss):
         return self.scale * (-(p * log_label).sum(dim=1)).mean()
 
 
+@register_loss(
+    "gce",
+    needs=("num_classes",),
+    source="Zhang & Sabuncu, NeurIPS 2018, Eq. 6",
+    methods=[noisy("GCE", q=0.7)],
+)
 class GCELoss(_NoiseLoss):
     r"""Generalized cross entropy.
 
@@ -154,6 +163,22 @@ class GCELoss(_NoiseLoss):
         return ((1.0 - p_y**self.q) / self.q).mean()
 
 
+@register_loss(
+    "sce",
+    needs=("num_classes",),
+    source="Wang et al., ICCV 2019, Eq. 6",
+    methods=[
+        noisy(
+            "SCE",
+            fnpal=True,
+            by_family={
+                "mnist": {"alpha": 0.01, "beta": 1.0},
+                "cifar10": {"alpha": 0.1, "beta": 1.0},
+                "cifar100": {"alpha": 6.0, "beta": 0.1},
+            },
+        )
+    ],
+)
 class SCELoss(_NoiseLoss):
     r"""Symmetric cross entropy.
 
@@ -186,6 +211,7 @@ class SCELoss(_NoiseLoss):
         return self.alpha * F.cross_entropy(z, y) + self.rce._loss(z, y)
 
 
+@register_loss("nce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 2")
 class NCELoss(_ScaledNoiseLoss):
     r"""Normalised cross entropy (an APL *active* loss).
 
@@ -214,6 +240,7 @@ class NCELoss(_ScaledNoiseLoss):
         return self.scale * nce.mean()
 
 
+@register_loss("nfl", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 4")
 class NFLLoss(_NoiseLoss):
     r"""Normalised focal loss (an APL *active* loss).
 
@@ -309,6 +336,23 @@ def _pair_doc(active: str, passive: str, references: str, gamma: bool = False) -
     )
 
 
+@register_loss(
+    "nce+rce",
+    needs=("num_classes",),
+    source="Ma et al., ICML 2020 (APL), Eq. 6",
+    methods=[
+        noisy(
+            "NCE+RCE",
+            fnpal=True,
+            fnpal_scale=10.0,
+            by_family={
+                "mnist": {"alpha": 1.0, "beta": 10.0},
+                "cifar10": {"alpha": 1.0, "beta": 1.0},
+                "cifar100": {"alpha": 10.0, "beta": 0.1},
+            },
+        )
+    ],
+)
 class NCEandRCE(_APLPair):
     __doc__ = _pair_doc("NCE", "RCE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)")
 
@@ -316,6 +360,23 @@ class NCEandRCE(_APLPair):
         super().__init__(num_classes, alpha, beta, NCELoss, RCELoss)
 
 
+@register_loss(
+    "nfl+rce",
+    needs=("num_classes",),
+    source="Ma et al., ICML 2020 (APL), Eq. 6",
+    methods=[
+        noisy(
+            "NFL+RCE",
+            fnpal=True,
+            fnpal_scale=10.0,
+            by_family={
+                "mnist": {"alpha": 1.0, "beta": 10.0, "gamma": 0.5},
+                "cifar10": {"alpha": 1.0, "beta": 1.0, "gamma": 0.5},
+                "cifar100": {"alpha": 10.0, "beta": 0.1, "gamma": 0.5},
+            },
+        )
+    ],
+)
 class NFLandRCE(_APLPair):
     __doc__ = _pair_doc(
         "NFL",
@@ -329,6 +390,21 @@ class NFLandRCE(_APLPair):
         self.gamma = self.active.gamma
 
 
+@register_loss(
+    "nce+mae",
+    needs=("num_classes",),
+    source="Ma et al., ICML 2020 (APL), Eq. 6",
+    methods=[
+        noisy(
+            "NCE+MAE",
+            by_family={
+                "mnist": {"alpha": 1.0, "beta": 10.0},
+                "cifar10": {"alpha": 1.0, "beta": 1.0},
+                "cifar100": {"alpha": 10.0, "beta": 1.0},
+            },
+        )
+    ],
+)
 class NCEandMAE(_APLPair):
     __doc__ = _pair_doc("NCE", "MAE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 1)")
 
