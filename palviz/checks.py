@@ -24,6 +24,7 @@ __all__ = [
     "ArgumentTypeError",
     "check_bool",
     "check_choice",
+    "check_choices",
     "check_class_counts",
     "check_dataset",
     "check_int",
@@ -136,6 +137,27 @@ def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
     if not isinstance(value, str | int | float | type(None)) or value not in allowed:
         raise invalid(name, value, f"one of {list(allowed)}")
     return value
+
+
+def check_choices(
+    name: str, value: Any, allowed: Sequence[Any], *, min_len: int = 1, unique: bool = True
+) -> tuple:
+    """``value`` as a tuple of items of ``allowed`` (a list or tuple, not a string: ``"CE"``
+    is refused rather than read letter by letter), at least ``min_len`` long, without
+    repeats when ``unique``."""
+    rule = f"a tuple of {'distinct ' if unique else ''}values from {tuple(allowed)}"
+    if min_len:
+        rule += f", at least {min_len}"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise _wrong_type(name, value, rule + " (a tuple such as ('CE',), not a string)")
+    for item in value:
+        if item not in allowed:
+            raise invalid(name, value, f"{rule}; {item!r} is not one of them")
+    if len(value) < min_len:
+        raise invalid(name, value, rule)
+    if unique and len(set(value)) != len(value):
+        raise invalid(name, value, rule + "; repeats found")
+    return tuple(value)
 
 
 def check_num_classes(value: Any, name: str = "num_classes") -> int:

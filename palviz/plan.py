@@ -1,51 +1,176 @@
-"""Which runs each notebook asks the run cache for, without running it: :func:`planned_specs`.
+"""What each notebook trains, declared once: :func:`experiment`.
 
-Notebooks 06 and 07 ask for :func:`long_tailed_groups` and :func:`noisy_groups` themselves;
-for the others each function below repeats, with the notebook's default parameters, the cell
-that builds the specs it passes to ``run_many``, calling the same public functions of
-:mod:`palviz.recipes`, so a plan names exactly the cache keys the notebook will read (a test
-executes the notebooks' own cells and compares). Nothing here needs a dataset or a GPU.
-Used by ``palviz plan``, ``palviz train`` and ``palviz sweep``.
+Every notebook that trains (00, 02, 03, 06, 07, 08) asks :func:`experiment` for its runs,
+passing its parameters cell; ``palviz plan``, ``palviz train`` and ``palviz sweep`` call the
+same function with the defaults (:func:`planned_specs`), so a plan names exactly the cache keys
+the notebook will read. Nothing here needs a dataset or a GPU.
+
+The parameters every training notebook accepts (``None`` keeps the profile's value):
+
+- ``epochs``, ``lr``, ``weight_decay``, ``batch_size``: TrainConfig fields that reach every run
+  of the notebook (and so its cache keys); in the long-tailed notebooks a new ``epochs``
+  re-scales the LDAM-DRW schedule with it (milestones, DRW, warm-up);
+- ``seeds`` (06, 07) or ``seed`` (00, 02, 03, 08);
+- ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
+  with CE and has ``weight_decays`` instead of ``weight_decay``).
+
+Each experiment returns its runs as named groups, ``{group: [RunSpec, ...]}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from palviz import recipes
+from palviz.checks import (
+    check_choices,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_real,
+    invalid,
+)
 from palviz.files import resolve_profile
+from palviz.methods import methods_of
 from palviz.runcache import RunSpec
 
 __all__ = [
+    "EXPERIMENTS",
     "NOTEBOOKS_WITH_RUNS",
+    "experiment",
+    "experiment_specs",
     "long_tailed_groups",
     "noisy_groups",
     "plan",
     "planned_specs",
+    "train_overrides",
 ]
 
 
-def _nb00(profile: str) -> list[RunSpec]:
-    methods = [("CE", False), ("LDAM-DRW", False), ("CE", True)]
+def train_overrides(
+    epochs: Any = None, lr: Any = None, weight_decay: Any = None, batch_size: Any = None
+) -> dict:
+    """The training fields a parameters cell changes, checked (``None``: unchanged)."""
+    out: dict = {}
+    if epochs is not None:
+        out["epochs"] = check_int("epochs", epochs, 1)
+    if lr is not None:
+        out["lr"] = check_positive("lr", lr)
+    if weight_decay is not None:
+        out["weight_decay"] = check_non_negative("weight_decay", weight_decay)
+    if batch_size is not None:
+        out["batch_size"] = check_int("batch_size", batch_size, 1)
+    return out
+
+
+def _lt_labels() -> tuple[str, ...]:
+    return tuple(recipes.LT_METHODS) + tuple(f"{m}+PAL" for m in recipes.LT_METHODS)
+
+
+def _lt_labels_checked(name: str, labels: Any, default: Sequence[str]) -> tuple[str, ...]:
+    if labels is None:
+        return tuple(default)
+    allowed = [label for label in _lt_labels() if recipes_allows_pal(label)]
+    return check_choices(name, labels, allowed)
+
+
+def recipes_allows_pal(label: str) -> bool:
+    """Whether a long-tailed table label names a method that exists (``+PAL`` only where
+    the method's loss allows it)."""
+    return label in methods_of("long_tailed")
+
+
+def _seed(seed: Any) -> int:
+    return check_int("seed", seed, 0)
+
+
+def _seeds(seeds: Any, default: Sequence[int]) -> tuple[int, ...]:
+    if seeds is None:
+        return tuple(default)
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple)) or not seeds:
+        raise invalid("seeds", seeds, "a non-empty tuple of integers >= 0, e.g. (0, 1, 2)")
+    for s in seeds:
+        check_int("seeds item", s, 0)
+    if len(set(seeds)) != len(seeds):
+        raise invalid("seeds", seeds, "distinct seeds")
+    return tuple(int(s) for s in seeds)
+
+
+def _ratio(value: Any) -> float:
+    rho = check_real("imbalance_ratio", value)
+    if rho < 1:
+        raise invalid("imbalance_ratio", value, ">= 1")
+    return value
+
+
+def _label_specs(
+    labels: Sequence[str], profile: str, rho: float, seed: int, train: Mapping[str, Any]
+) -> list[RunSpec]:
     return [
-        recipes.lt_spec(m, pal=pal, imbalance_ratio=100, seed=0, profile=profile)
-        for m, pal in methods
+        recipes.lt_label_spec(m, imbalance_ratio=rho, seed=seed, profile=profile, **train)
+        for m in labels
     ]
 
 
-def _nb02(profile: str) -> list[RunSpec]:
-    return [
-        recipes.lt_spec("CE", imbalance_ratio=100, seed=0, profile=profile),
-        recipes.lt_spec("CE", pal=True, imbalance_ratio=100, seed=0, profile=profile),
-    ]
+def _tour(
+    profile: str,
+    *,
+    methods: Any = None,
+    imbalance_ratio: Any = 100,
+    seed: Any = 0,
+    **train: Any,
+) -> dict[str, list[RunSpec]]:
+    """00: CE, LDAM-DRW and CE + PAL on the long-tailed set."""
+    labels = _lt_labels_checked("methods", methods, ("CE", "LDAM-DRW", "CE+PAL"))
+    rho, seed = _ratio(imbalance_ratio), _seed(seed)
+    return {"tour": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
 
 
-def _nb03(profile: str) -> list[RunSpec]:
-    decays = recipes.long_tailed_setup(profile)["weight_decays"]
-    return [
-        recipes.lt_spec("CE", imbalance_ratio=100, seed=0, profile=profile, weight_decay=wd)
-        for wd in tuple(sorted(decays))
+def _heads(
+    profile: str,
+    *,
+    methods: Any = None,
+    imbalance_ratio: Any = 100,
+    seed: Any = 0,
+    **train: Any,
+) -> dict[str, list[RunSpec]]:
+    """02: the learned and the anchored head, trained alike (CE and CE + PAL)."""
+    labels = _lt_labels_checked("methods", methods, ("CE", "CE+PAL"))
+    rho, seed = _ratio(imbalance_ratio), _seed(seed)
+    return {"heads": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
+
+
+def _weight_decay(
+    profile: str,
+    *,
+    weight_decays: Any = None,
+    imbalance_ratio: Any = 100,
+    seed: Any = 0,
+    epochs: Any = None,
+    lr: Any = None,
+    batch_size: Any = None,
+) -> dict[str, list[RunSpec]]:
+    """03: CE with each weight decay of ``weight_decays`` (default: the profile's grid)."""
+    if weight_decays is None:
+        decays = tuple(sorted(recipes.long_tailed_setup(profile)["weight_decays"]))
+    else:
+        rule = "a non-empty tuple of distinct numbers >= 0, e.g. (0.0, 1e-3, 1e-2)"
+        if isinstance(weight_decays, (str, bytes)) or not isinstance(weight_decays, (list, tuple)):
+            raise invalid("weight_decays", weight_decays, rule)
+        if not weight_decays or len(set(weight_decays)) != len(weight_decays):
+            raise invalid("weight_decays", weight_decays, rule)
+        decays = tuple(sorted(check_non_negative("weight_decays item", w) for w in weight_decays))
+    rho, seed = _ratio(imbalance_ratio), _seed(seed)
+    train = train_overrides(epochs=epochs, lr=lr, batch_size=batch_size)
+    specs = [
+        recipes.lt_spec(
+            "CE", imbalance_ratio=rho, seed=seed, profile=profile, **{**train, "weight_decay": wd}
+        )
+        for wd in decays
     ]
+    return {"weight decay": specs}
 
 
 def long_tailed_groups(
@@ -53,83 +178,166 @@ def long_tailed_groups(
     methods: Iterable[str] | None = None,
     orientations: Iterable[str] | None = None,
     pal_methods: Iterable[str] | None = None,
+    *,
+    seeds: Any = None,
+    **train: Any,
 ) -> dict[str, list[RunSpec]]:
-    """What notebook 06 trains: ``"grid"``, every method of ``methods`` without PAL and every
-    method of ``pal_methods`` with PAL, at every ratio and seed of
-    :func:`palviz.recipes.long_tailed_setup`; and for each prototype orientation of
-    ``orientations``, CE + PAL with that orientation (each default: the profile's)."""
+    """06: ``"grid"``, every method of ``methods`` without PAL and every method of
+    ``pal_methods`` with PAL, at every ratio and seed of the profile; and for each prototype
+    orientation of ``orientations``, CE + PAL with that orientation. Defaults: the profile's;
+    given ``methods`` only, ``pal_methods`` defaults to the profile's PAL methods among them
+    (and orientations to none unless CE is among them)."""
+    profile = resolve_profile(profile)
     setup = recipes.long_tailed_setup(profile)
-    methods = tuple(setup["methods"] if methods is None else methods)
-    pal_methods = tuple(setup["pal_methods"] if pal_methods is None else pal_methods)
-    orientations = tuple(setup["orientations"] if orientations is None else orientations)
-    grid = recipes.lt_grid(methods, pal=(False,), profile=profile)
-    groups = {"grid": grid + recipes.lt_grid(pal_methods, pal=(True,), profile=profile)}
-    for o in orientations:
-        groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, profile=profile)
+    base = recipes.LT_METHODS
+    if methods is None:
+        chosen = tuple(setup["methods"])
+        default_pal = tuple(setup["pal_methods"])
+    else:
+        chosen = check_choices("methods", methods, base)
+        default_pal = tuple(m for m in setup["pal_methods"] if m in chosen)
+    if pal_methods is None:
+        pal = default_pal
+    else:
+        allowed = [m for m in base if recipes_allows_pal(f"{m}+PAL")]
+        pal = check_choices("pal_methods", pal_methods, allowed, min_len=0)
+    if orientations is None:
+        default_o = tuple(setup["orientations"])
+        turned = default_o if "CE" in pal else ()
+    else:
+        turned = check_choices("orientations", orientations, recipes.ORIENTATIONS[1:], min_len=0)
+        if turned and "CE" not in pal:
+            raise invalid("orientations", orientations, "empty unless 'CE' is among pal_methods")
+    seeds_ = _seeds(seeds, setup["seeds"])
+    changes = train_overrides(**train)
+    common = dict(profile=profile, seeds=seeds_, **changes)
+    grid = recipes.lt_grid(chosen, pal=(False,), **common)
+    if pal:
+        grid += recipes.lt_grid(pal, pal=(True,), **common)
+    groups = {"grid": grid}
+    for o in turned:
+        groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, **common)
     return groups
 
 
-def noisy_groups(profile: str | None = None) -> dict:
-    """What notebook 07 trains, from :func:`palviz.recipes.noisy_setup`: per dataset the
-    tables (``(dataset, "symmetric")``, ``(dataset, "asymmetric")``: their methods, rates and
-    seeds) and the headline comparisons (``(dataset, "headline")``: five paired seeds in
-    ``quick``); ``"sweep"``, CE+FNPAL at every s of the sweep."""
+def noisy_groups(
+    profile: str | None = None,
+    *,
+    methods: Any = None,
+    seeds: Any = None,
+    **train: Any,
+) -> dict:
+    """07, from :func:`palviz.recipes.noisy_setup`: per dataset the tables
+    (``(dataset, "symmetric")``, ``(dataset, "asymmetric")``: their methods, rates and seeds)
+    and the headline comparisons (``(dataset, "headline")``: five paired seeds in ``quick``);
+    ``"sweep"``, CE+FNPAL at every s of the sweep. ``methods`` replaces the tables' methods;
+    the headline keeps the profile's headline methods among them, and the sweep runs only if
+    CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds."""
+    profile = resolve_profile(profile)
     setup = recipes.noisy_setup(profile)
     head = setup["headline"]
+    if methods is None:
+        sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]
+    else:
+        chosen = check_choices("methods", methods, recipes.NOISE_METHODS)
+        sym = asym = chosen
+        head_methods = tuple(m for m in head["methods"] if m in chosen)
+    table_seeds = _seeds(seeds, setup["seeds"])
+    head_seeds = _seeds(seeds, head["seeds"])
+    changes = train_overrides(**train)
     groups: dict = {}
     for d in setup["datasets"]:
-        common = dict(seeds=setup["seeds"], profile=profile, dataset=d)
-        groups[d, "symmetric"] = recipes.noisy_grid(
-            setup["methods"], setup["symmetric"], "symmetric", **common
-        )
+        common = dict(seeds=table_seeds, profile=profile, dataset=d, **changes)
+        groups[d, "symmetric"] = recipes.noisy_grid(sym, setup["symmetric"], "symmetric", **common)
         groups[d, "asymmetric"] = recipes.noisy_grid(
-            setup["asymmetric_methods"], setup["asymmetric"], "asymmetric", **common
+            asym, setup["asymmetric"], "asymmetric", **common
         )
         groups[d, "headline"] = recipes.noisy_grid(
-            head["methods"], [head["eta"]], head["kind"], **{**common, "seeds": head["seeds"]}
+            head_methods, [head["eta"]], head["kind"], **{**common, "seeds": head_seeds}
         )
-    groups["sweep"] = recipes.scale_sweep(
-        "CE+FNPAL",
-        setup["sweep_etas"],
-        setup["scales"],
-        seeds=setup["seeds"],
-        profile=profile,
-        dataset=setup["sweep_dataset"],
+    sweep = methods is None or "CE+FNPAL" in methods
+    groups["sweep"] = (
+        recipes.scale_sweep(
+            "CE+FNPAL",
+            setup["sweep_etas"],
+            setup["scales"],
+            seeds=table_seeds,
+            profile=profile,
+            dataset=setup["sweep_dataset"],
+            **changes,
+        )
+        if sweep
+        else []
     )
     return groups
 
 
-def _nb06(profile: str) -> list[RunSpec]:
-    return [s for specs in long_tailed_groups(profile).values() for s in specs]
+def _geometry(
+    profile: str,
+    *,
+    methods: Any = None,
+    imbalance_ratio: Any = 100,
+    seed: Any = 0,
+    **train: Any,
+) -> dict[str, list[RunSpec]]:
+    """08: the feature geometry of a few long-tailed methods."""
+    labels = _lt_labels_checked("methods", methods, ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL"))
+    rho, seed = _ratio(imbalance_ratio), _seed(seed)
+    return {"geometry": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
 
 
-def _nb07(profile: str) -> list[RunSpec]:
-    return [s for specs in noisy_groups(profile).values() for s in specs]
-
-
-def _nb08(profile: str) -> list[RunSpec]:
-    methods = ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL")
-    return [recipes.lt_label_spec(m, imbalance_ratio=100, seed=0, profile=profile) for m in methods]
-
-
-#: Notebook number -> the function that lists its runs.
-NOTEBOOKS_WITH_RUNS: dict[str, Callable[[str], list[RunSpec]]] = {
-    "00": _nb00,
-    "02": _nb02,
-    "03": _nb03,
-    "06": _nb06,
-    "07": _nb07,
-    "08": _nb08,
+#: Notebook number -> the function that declares its runs, ``f(profile, **parameters)``.
+EXPERIMENTS: dict[str, Callable[..., dict]] = {
+    "00": _tour,
+    "02": _heads,
+    "03": _weight_decay,
+    "06": long_tailed_groups,
+    "07": noisy_groups,
+    "08": _geometry,
 }
+
+#: The notebooks that train (kept as a name for ``palviz plan`` and the tests).
+NOTEBOOKS_WITH_RUNS = EXPERIMENTS
+
+
+def _number(notebook: Any) -> str:
+    number = str(notebook)[:2].zfill(2)
+    return number
+
+
+def experiment(notebook: str, profile: str | None = None, **parameters: Any) -> dict:
+    """The runs of ``notebook`` (``"06"`` or ``"06_long_tailed"``) in ``profile``, as named
+    groups of specs, with the notebook's ``parameters`` (see the module docstring); an unknown
+    parameter or a bad value raises before any spec is made, naming it."""
+    number = _number(notebook)
+    if number not in EXPERIMENTS:
+        raise ValueError(
+            f"notebook must be one that trains, one of {tuple(EXPERIMENTS)}, got {notebook!r}"
+        )
+    make = EXPERIMENTS[number]
+    params = inspect.signature(make).parameters
+    accepted = [p for p, v in params.items() if p != "profile" and v.kind is not v.VAR_KEYWORD]
+    if any(v.kind is v.VAR_KEYWORD for v in params.values()):
+        accepted += [f for f in recipes.TRAIN_OVERRIDES if f not in accepted]
+    unknown = sorted(set(parameters) - set(accepted))
+    if unknown:
+        raise ValueError(f"notebook {number} has no parameter {unknown}; allowed: {accepted}")
+    return make(resolve_profile(profile), **parameters)
+
+
+def experiment_specs(notebook: str, profile: str | None = None, **parameters: Any) -> list:
+    """:func:`experiment`'s specs in one list, in group order."""
+    groups = experiment(notebook, profile, **parameters)
+    return [s for specs in groups.values() for s in specs]
 
 
 def planned_specs(notebook: str, profile: str | None = None) -> list[RunSpec]:
     """The specs notebook ``notebook`` (``"06"`` or ``"06_long_tailed"``) passes to the run
-    cache in ``profile``, in its order (duplicates kept); ``[]`` for a notebook that trains
-    nothing."""
-    number = str(notebook)[:2].zfill(2)
-    make = NOTEBOOKS_WITH_RUNS.get(number)
-    return [] if make is None else make(resolve_profile(profile))
+    cache in ``profile`` with its default parameters, in its order (duplicates kept); ``[]``
+    for a notebook that trains nothing."""
+    if _number(notebook) not in EXPERIMENTS:
+        return []
+    return experiment_specs(notebook, profile)
 
 
 def plan(notebooks: Iterable[str], profile: str | None = None) -> list[dict]:
