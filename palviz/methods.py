@@ -212,7 +212,7 @@ def write_method_tables(path: str | Path, *, check: bool = False) -> bool:
     new = text
     for task in TASKS:
         start, end = _marker(task)
-        pattern = re.compile(re.escape(start) + r"\n.*?\n" + re.escape(end), re.DOTALL)
+        pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
         if not pattern.search(new):
             raise ValueError(f"{path} has no block {start!r} ... {end!r}")
         new = pattern.sub(lambda _m, t=task, s=start, e=end: f"{s}\n{method_table(t)}\n{e}", new)

@@ -1,0 +1,103 @@
+"""The table methods derive from the loss registry: one declaration of a loss reaches
+``make_loss``, the method tables (and ``docs/reference.md``), the spec builders and, once a
+profile names it, the plan; registering never changes a profile's grid by itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from palviz import methods, plan, recipes
+from palviz.losses import LOSSES, make_loss, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = ("smoke", "quick", "full", "paper")
+
+
+def test_docs_reference_holds_the_generated_method_tables():
+    assert methods.write_method_tables(ROOT / "docs" / "reference.md", check=True), (
+        "docs/reference.md's method tables are stale: run `palviz methods --write-docs`"
+    )
+
+
+def test_every_method_has_its_loss_and_variants():
+    lt = methods.methods_of("long_tailed")
+    for label, m in lt.items():
+        assert m.loss in LOSSES
+        assert label == m.base.label + m.variant
+        if m.base.pal:
+            assert m.base.label + "+PAL" in lt
+    noisy = methods.methods_of("noisy")
+    assert {"CE+FNPAL", "CE+FNPN", "NCE+RCE+FNPAL"} <= set(noisy)
+    assert recipes.LT_METHODS == methods.long_tailed_methods()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profiles_name_only_registered_methods(profile):
+    lt, noisy = recipes.long_tailed_setup(profile), recipes.noisy_setup(profile)
+    assert set(lt["methods"]) | set(lt["pal_methods"]) <= set(recipes.LT_METHODS)
+    assert set(noisy["methods"]) | set(noisy["headline"]["methods"]) <= set(recipes.NOISE_METHODS)
+
+
+@pytest.fixture
+def extra_loss():
+    """A loss registered for the duration of a test (and removed after it)."""
+
+    @registry.register_loss(
+        "test_shifted_ce",
+        needs=("class_counts",),
+        source="a test",
+        methods=[registry.long_tailed("Shifted-CE", shift=0.5)],
+    )
+    class ShiftedCE(nn.Module):
+        """CE of logits shifted by ``shift`` times log class frequency (a test loss)."""
+
+        def __init__(self, cls_num_list, shift: float = 1.0):
+            super().__init__()
+            counts = torch.as_tensor(cls_num_list, dtype=torch.float32)
+            self.register_buffer("prior", torch.log(counts / counts.sum()))
+            self.shift = shift
+
+        def forward(self, logits, targets):
+            return nn.functional.cross_entropy(logits + self.shift * self.prior, targets)
+
+    yield ShiftedCE
+    del registry.LOSSES["test_shifted_ce"]
+
+
+def test_one_registration_reaches_make_loss_tables_and_specs(extra_loss):
+    loss = make_loss("test_shifted_ce", cls_num_list=[5, 3, 1])
+    assert isinstance(loss, extra_loss) and loss.shift == 1.0
+    table = methods.method_table("long_tailed")
+    assert "| Shifted-CE | `ShiftedCE` (`test_shifted_ce`) | shift=0.5 |" in table
+    assert "Shifted-CE+PAL" in methods.methods_of("long_tailed")
+    # the spec builders take it (recipes' LT_METHODS is read at import; the plan checks labels
+    # against the registry when it is called)
+    m = methods.method("long_tailed", "Shifted-CE+PAL")
+    assert m.head() == ("anchored", {"normalize": False, "scale": 1.0})
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_registering_a_loss_never_changes_a_profiles_grid(extra_loss, profile):
+    before = {nb: [s.key() for s in plan.planned_specs(nb, profile)] for nb in plan.EXPERIMENTS}
+    del registry.LOSSES["test_shifted_ce"]
+    try:
+        without = {
+            nb: [s.key() for s in plan.planned_specs(nb, profile)] for nb in plan.EXPERIMENTS
+        }
+    finally:
+        registry.LOSSES["test_shifted_ce"] = registry.LossEntry(
+            name="test_shifted_ce",
+            factory=extra_loss,
+            needs=("class_counts",),
+            head="linear",
+            source="a test",
+            methods=(),
+            arguments=("cls_num_list", "shift"),
+            defaults={"shift": 1.0},
+            summary="",
+        )
+    assert before == without
