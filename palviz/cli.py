@@ -165,12 +165,12 @@ def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) 
 def train_missing(selected: list[Path], profile: str) -> float:
     """Train the runs that the ``selected`` notebooks will ask for (:func:`palviz.plan.plan`,
     with the notebooks' default parameters) and the cache lacks, in one pool
-    (:func:`palviz.runcache.run_many`: two processes on a 2-core CPU, one per GPU), before
+    (:func:`palviz.cluster.run_many`: two processes on a 2-core CPU, one per GPU), before
     any notebook starts; the notebooks then read the cache. Two notebooks that each trained
     their own runs side by side would put four training processes on two cores, which was
     measured slower than one after the other. Returns the seconds it took (0 if nothing was
     missing)."""
-    from palviz.runcache import run_many
+    from palviz.cluster import run_many
 
     rows = [r for r in planned_runs(selected, profile) if not r["cached"]]
     if not rows:
@@ -372,8 +372,7 @@ def _slurm_extras(extra: list[str]) -> dict:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from palviz.cluster import make_executor
-    from palviz.runcache import run_many
+    from palviz.cluster import make_executor, run_many
 
     rows = _planned(args)
     todo = [r["spec"] for r in rows if not r["cached"]]
@@ -426,6 +425,23 @@ def cmd_gallery(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_methods(args: argparse.Namespace) -> int:
+    """Print the method tables of the loss registry, or write them into docs/reference.md."""
+    from palviz import methods
+
+    if args.write_docs:
+        path = project_root() / "docs" / "reference.md"
+        up_to_date = methods.write_method_tables(path, check=True)
+        methods.write_method_tables(path)
+        print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
+        return 0
+    for task in (args.task,) if args.task else methods.TASKS:
+        print(f"{task} methods (palviz.methods):\n")
+        print(methods.method_table(task))
+        print()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -469,6 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-dir", help="submitit's folder (default runs/.submitit)")
     p.add_argument("--dask-scheduler", metavar="ADDRESS", help="e.g. tcp://host:8786")
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
+    p.add_argument("--task", choices=("long_tailed", "noisy"))
+    p.add_argument("--write-docs", action="store_true", help="rewrite docs/reference.md's tables")
+    p.set_defaults(func=cmd_methods)
     p = sub.add_parser("download", help="fetch datasets for the paper profile")
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
     p.set_defaults(func=cmd_download)

@@ -101,3 +101,11 @@ def test_registering_a_loss_never_changes_a_profiles_grid(extra_loss, profile):
             summary="",
         )
     assert before == without
+
+
+def test_palviz_methods_prints_both_tables(capsys):
+    from palviz import cli
+
+    assert cli.main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert methods.method_table("long_tailed") in out and methods.method_table("noisy") in out
