@@ -31,7 +31,7 @@ import pandas as pd
 
 from palviz import data as pdata
 from palviz.checks import check_bool, check_choice, check_int, check_non_negative, invalid
-from palviz.runcache import RunResult, RunSpec, _stratified_subset
+from palviz.runcache import RunResult, RunSpec
 
 __all__ = [
     "PAPER_BUDGETS",
@@ -171,7 +171,7 @@ def training_size(spec: RunSpec) -> int:
     _, y = pdata.load_dataset(spec.dataset, "train")
     y = np.asarray(y)
     if spec.train_size is not None:
-        y = y[_stratified_subset(y, spec.train_size, spec.seed)]
+        y = y[pdata.stratified_subset(y, spec.train_size, spec.seed)]
     if spec.imbalance_ratio > 1:
         per_class = np.bincount(y)
         counts = pdata.long_tail_counts(

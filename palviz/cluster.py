@@ -1,8 +1,11 @@
-"""Training the missing runs elsewhere: local process pools (optionally several workers per
-GPU), submitit (Slurm job arrays that requeue themselves when preempted) and Dask.
+"""Training many runs: :func:`run_many` and :func:`run_grouped` read the cached ones through
+:mod:`palviz.runcache` and train the missing ones in this process, in local process pools
+(optionally several workers per GPU), through submitit (Slurm job arrays that requeue
+themselves when preempted) or Dask.
 
+- :func:`run_many` / :func:`run_grouped` every spec's result, in order, with one progress bar;
 - :func:`gpu_slots` where ``G * W`` local workers go on ``G`` GPUs (a pure function);
-- :func:`local_pool` the default pool of :func:`palviz.runcache.run_many` (``spawn``);
+- :func:`local_pool` the default pool of :func:`run_many` (``spawn``);
 - :class:`TrainJob` one run as a picklable callable with submitit's ``checkpoint`` hook;
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
 - :func:`make_executor` the executors of ``palviz sweep``;
@@ -17,9 +20,13 @@ import contextlib
 import multiprocessing
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import torch
+
+from palviz.runcache import RunResult, RunSpec, read_cached, run
 
 __all__ = [
     "TrainJob",
@@ -27,6 +34,8 @@ __all__ = [
     "gpu_slots",
     "local_pool",
     "make_executor",
+    "run_grouped",
+    "run_many",
     "train_with",
 ]
 
@@ -54,7 +63,7 @@ def local_pool(workers: int, slots: list[str] | None = None) -> cf.ProcessPoolEx
 
     The start method is ``spawn`` (``fork`` is unsafe once torch has started threads, and CUDA
     cannot be used in a forked child): each worker imports the calling script again, so a
-    script must call :func:`palviz.runcache.run_many` under ``if __name__ == "__main__":``.
+    script must call :func:`run_many` under ``if __name__ == "__main__":``.
     """
     context = multiprocessing.get_context("spawn")
     if not slots:
@@ -72,12 +81,10 @@ class TrainJob:
     requeues itself (:meth:`checkpoint`); the requeued job resumes from the run's
     ``checkpoint.pt`` (written every epoch) through the run cache."""
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
 
-    def __call__(self) -> Any:
-        from palviz.runcache import run
-
+    def __call__(self) -> RunResult:
         return run(self.spec)
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
@@ -159,7 +166,7 @@ def make_executor(kind: str, **options: Any) -> Any:
     - ``"submitit-local"``: the same through submitit's local executor (one machine, for
       trying the Slurm path);
     - ``"dask"``: ``distributed.Client(scheduler).get_executor()``;
-    - ``"local"``: ``None`` (:func:`palviz.runcache.run_many`'s own process pool).
+    - ``"local"``: ``None`` (:func:`run_many`'s own process pool).
     """
     if kind == "local":
         return None
@@ -184,6 +191,87 @@ def make_executor(kind: str, **options: Any) -> Any:
     raise ValueError(f"executor must be local, slurm, submitit-local or dask, got {kind!r}")
 
 
+def run_many(
+    specs: Iterable[RunSpec],
+    *,
+    desc: str = "runs",
+    workers: int | None = None,
+    executor: Any = None,
+    workers_per_gpu: int | None = None,
+) -> list[RunResult]:
+    """:func:`palviz.runcache.run` each spec, with one progress bar; missing runs train
+    ``workers`` at a time.
+
+    Cached runs are read here (a warm cache starts no process). Each missing cache key is
+    trained once: by default in ``workers`` fresh (spawned) processes; ``workers=None`` means
+    one per core (at most 2) on a CPU and 1 (in this process) on CUDA. Since
+    :func:`~palviz.runcache.run` trains CPU runs on one thread, two runs side by side use two
+    cores fully.
+
+    ``workers_per_gpu=W`` with ``G`` visible GPUs starts ``G * W`` worker processes, placed
+    round-robin on the GPUs (:func:`gpu_slots`); each sees only its own GPU.
+
+    ``executor``: any :class:`concurrent.futures.Executor` (or an object with the same
+    ``submit``, such as a submitit executor, whose jobs then form one job array, or
+    ``dask.distributed.Client(...).get_executor()``) trains the missing runs instead; its
+    workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``). Returns one
+    :class:`RunResult` per spec, in order, each carrying its own spec (and label).
+    """
+    from tqdm.auto import tqdm
+
+    specs = list(specs)
+    if workers is None:
+        workers = 1 if torch.cuda.is_available() else max(1, min(2, os.cpu_count() or 1))
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
+    results: list[RunResult | None] = [None] * len(specs)
+    missing: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        cached = None if spec.key() in missing else read_cached(spec)
+        if cached is not None:
+            results[i] = cached
+        else:
+            missing.setdefault(spec.key(), []).append(i)
+
+    def store(key: str, result: RunResult) -> None:
+        for i in missing[key]:
+            results[i] = RunResult(specs[i], result.metrics, result.path)
+
+    todo = {key: specs[idx[0]] for key, idx in missing.items()}
+    slots = gpu_slots(torch.cuda.device_count(), workers_per_gpu or 0)
+    if slots and executor is None:
+        workers = len(slots)
+    if not todo:
+        pass
+    elif executor is not None:
+        with tqdm(total=len(todo), desc=desc, unit="run") as bar:
+            for key, result in train_with(executor, todo):
+                store(key, result)
+                bar.update()
+    elif workers == 1 or len(todo) == 1:
+        with tqdm(todo.items(), desc=desc, unit="run") as bar:
+            for key, spec in bar:
+                bar.set_postfix_str(spec.label or spec.loss)
+                store(key, run(spec))
+    else:
+        with local_pool(min(workers, len(todo)), slots) as pool:
+            with tqdm(total=len(todo), desc=desc, unit="run") as bar:
+                for key, result in train_with(pool, todo):
+                    store(key, result)
+                    bar.update()
+    return results  # type: ignore[return-value]
+
+
+def run_grouped(
+    groups: dict[Any, Sequence[RunSpec]], *, desc: str = "runs", workers: int | None = None
+) -> dict[Any, list[RunResult]]:
+    """:func:`run_many` over several named lists of specs at once (one pool of workers for
+    all of them), returning the results under the same names, each list in order."""
+    flat = [spec for specs in groups.values() for spec in specs]
+    results = iter(run_many(flat, workers=workers, desc=desc))
+    return {name: [next(results) for _ in specs] for name, specs in groups.items()}
+
+
 # --------------------------------------------------------------------------- memory
 
 
@@ -197,8 +285,6 @@ def activation_bytes(model: Any, input_shape: tuple[int, ...], batch_size: int) 
     - ``total``: their sum. With AMP on a GPU the activations take about half as much; the
       CUDA context (about 300-500 MB per process) and the allocator's slack come on top.
     """
-    import torch
-
     seen = {"bytes": 0}
 
     def hook(_module, _inputs, output):

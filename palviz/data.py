@@ -69,6 +69,7 @@ __all__ = [
     "long_tail_indices",
     "make_long_tailed",
     "normalize_images",
+    "stratified_subset",
 ]
 
 
@@ -588,3 +589,23 @@ def add_label_noise(
             # c + U{1, ..., C-1} (mod C) is uniform over the classes other than c.
             noisy[flipped] = (c + rng.integers(1, num_classes, size=k)) % num_classes
     return noisy
+
+
+def stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """Sorted indices of a seeded subset of ``size`` samples of ``targets`` with the class
+    proportions kept (largest remainders: exactly ``size``); all of them when ``size`` is
+    ``None`` or not smaller than ``len(targets)``."""
+    targets = np.asarray(targets)
+    if size is None or size >= len(targets):
+        return np.arange(len(targets))
+    rng = np.random.default_rng(seed)
+    classes, sizes = np.unique(targets, return_counts=True)
+    # largest-remainder apportionment: exactly `size` samples, class proportions kept
+    quota = size * sizes / len(targets)
+    take = np.floor(quota).astype(int)
+    take[np.argsort(take - quota, kind="stable")[: size - take.sum()]] += 1
+    keep = [
+        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
+        for c, n in zip(classes, take, strict=True)
+    ]
+    return np.sort(np.concatenate(keep))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from palviz.viz import class_colors
+from palviz.style import class_colors
 
 __all__ = [
     "plot_per_class_accuracy",

@@ -1,12 +1,12 @@
 """Named experiments, profiles, the run cache and the result tables, under one name.
 
-This module re-exports the public names of three modules, so ``from palviz.experiments
+This module re-exports the public names of four modules, so ``from palviz.experiments
 import X`` (and ``from palviz import experiments as ex``) serves every notebook:
 
 - :mod:`palviz.runcache` the run cache: :class:`RunSpec` (a training run as plain data),
-  :class:`RunResult`, :func:`run`, :func:`run_many`, :func:`run_grouped`, :func:`is_cached`,
-  :func:`list_runs`, :func:`clear_runs`, :func:`history_series`, :func:`initial_prototypes`,
-  :func:`cpu_seconds`, :data:`CACHE_SCHEMA`
+  :class:`RunResult`, :func:`run`, :func:`is_cached`, :func:`list_runs`, :func:`clear_runs`,
+  :func:`history_series`, :func:`initial_prototypes`, :func:`cpu_seconds`, :data:`CACHE_SCHEMA`
+- :mod:`palviz.cluster`  training many runs: :func:`run_many`, :func:`run_grouped`
 - :mod:`palviz.recipes`  named methods (:data:`LT_METHODS`, :data:`NOISE_METHODS`), what each
   profile trains (:func:`long_tailed_setup`, :func:`noisy_setup`), the specs and grids made
   from them (:func:`lt_spec`, :func:`lt_grid`, :func:`noisy_spec`, :func:`noisy_grid`,
@@ -16,6 +16,7 @@ import X`` (and ``from palviz import experiments as ex``) serves every notebook:
   :func:`noisy_accuracy_table`, :func:`feature_geometry`, ...)
 """
 
+from palviz.cluster import run_grouped, run_many
 from palviz.recipes import (
     DATASET_NAMES,
     LT_METHODS,
@@ -48,8 +49,6 @@ from palviz.runcache import (
     list_runs,
     prepare_data,
     run,
-    run_grouped,
-    run_many,
 )
 from palviz.tables import (
     PER_CLASS_COLUMNS,

@@ -36,6 +36,7 @@ __all__ = [
     "mean_confidence_per_class",
     "mean_pairwise_cosine",
     "min_prototype_angle",
+    "nan_to_none",
     "per_class_accuracy",
     "prototype_cosines",
     "realised_noise_rate",
@@ -53,6 +54,11 @@ SHOT_GROUPS = ("many", "medium", "few")
 # ----------------------------------------------------------------------------------------------
 # conversion and validation
 # ----------------------------------------------------------------------------------------------
+def nan_to_none(values: Any) -> list[float | None]:
+    """``values`` as a JSON-ready list of floats, NaN as ``None`` (an empty class's accuracy)."""
+    return [None if np.isnan(v) else float(v) for v in np.asarray(values, dtype=float).ravel()]
+
+
 def _to_numpy(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):  # torch.Tensor, without importing torch
         x = x.detach().cpu().numpy()

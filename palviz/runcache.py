@@ -1,6 +1,7 @@
 """The run cache: a training run as plain data (:class:`RunSpec`), its result
-(:class:`RunResult`), and :func:`run` / :func:`run_many`, which train a spec once and serve it
-from ``runs/`` afterwards.
+(:class:`RunResult`), and :func:`run`, which trains a spec once in this process and serves it
+from ``runs/`` afterwards (training many runs in other processes is
+:func:`palviz.cluster.run_many`'s, which builds on this module).
 
 A run's result is cached under ``runs/<key>/``, where ``key`` is a hash of the full spec plus
 palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could change the result
@@ -26,7 +27,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from palviz.files import runs_dir, save_npz, write_json
 from palviz.losses import registry
 from palviz.models import make_model
 from palviz.threads import single_thread
-from palviz.train import TrainConfig, _nan_to_none, evaluate, fit, resolve_device
+from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
 CACHE_SCHEMA = 2
@@ -189,28 +190,10 @@ class RunResult:
         from palviz.viz import umap_embedding
 
         arrays = self.features()
-        keep = _stratified_subset(arrays["targets"], max_points, seed)
+        keep = pdata.stratified_subset(arrays["targets"], max_points, seed)
         embedding = umap_embedding(arrays["features"][keep], seed=seed)
         save_npz(path, embedding=embedding, labels=arrays["targets"][keep])
         return embedding, arrays["targets"][keep]
-
-
-def _stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.ndarray:
-    """Sorted indices of a seeded subset of ``size`` samples with class proportions kept."""
-    targets = np.asarray(targets)
-    if size is None or size >= len(targets):
-        return np.arange(len(targets))
-    rng = np.random.default_rng(seed)
-    classes, sizes = np.unique(targets, return_counts=True)
-    # largest-remainder apportionment: exactly `size` samples, class proportions kept
-    quota = size * sizes / len(targets)
-    take = np.floor(quota).astype(int)
-    take[np.argsort(take - quota, kind="stable")[: size - take.sum()]] += 1
-    keep = [
-        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
-        for c, n in zip(classes, take, strict=True)
-    ]
-    return np.sort(np.concatenate(keep))
 
 
 def _covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
@@ -236,7 +219,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
     if spec.train_size is not None:
-        keep = _stratified_subset(y.numpy(), spec.train_size, spec.seed)
+        keep = pdata.stratified_subset(y.numpy(), spec.train_size, spec.seed)
         x, y = x[keep], y[keep]
     if spec.imbalance_ratio > 1:
         x, y, _ = pdata.make_long_tailed(
@@ -369,9 +352,10 @@ def quarantine(folder: Path, problem: str, label: str = "") -> Path:
     return target
 
 
-def _read_cached(spec: RunSpec, folder: Path) -> RunResult | None:
-    """The finished, sound entry of ``spec``, or ``None`` (missing, or broken: then moved
-    aside with a warning)."""
+def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
+    """The finished, sound entry of ``spec`` (in ``folder``, by default ``runs/<key>``), or
+    ``None`` (missing, or broken: then moved aside with a warning)."""
+    folder = runs_dir() / spec.key() if folder is None else folder
     done = folder / "metrics.json"
     if not done.exists():
         return None
@@ -397,18 +381,18 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     folder = root / spec.key()
     if not retrain:
         with contextlib.suppress(FileNotFoundError):  # moved aside by another worker meanwhile
-            cached = _read_cached(spec, folder)
+            cached = read_cached(spec, folder)
             if cached is not None:
                 return cached
     lock = RunLock(root, spec.key())
     while not lock.acquire(done=lambda: not retrain and (folder / "metrics.json").exists()):
         with contextlib.suppress(FileNotFoundError):
-            cached = _read_cached(spec, folder)
+            cached = read_cached(spec, folder)
             if cached is not None:
                 return cached
     try:
         if not retrain:
-            cached = _read_cached(spec, folder)
+            cached = read_cached(spec, folder)
             if cached is not None:
                 return cached
         return _train(spec, folder, retrain=retrain)
@@ -484,12 +468,12 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "last_acc": float(ev["acc"]),
         "best_acc": float(record.best_acc) if record.best_acc is not None else None,
         "best_epoch": record.best_epoch,
-        "per_class_acc": _nan_to_none(per_class),
+        "per_class_acc": pmetrics.nan_to_none(per_class),
         "shot_groups": pmetrics.shot_group_accuracy(per_class, counts),
         "min_prototype_angle": float(pmetrics.min_prototype_angle(prototypes)),
-        "weight_norms": _nan_to_none(pmetrics.weight_norms(prototypes)),
-        "feature_norms": _nan_to_none(pmetrics.feature_norms_per_class(feats, targets, k)),
-        "confidence": _nan_to_none(pmetrics.mean_confidence_per_class(logits, targets, k)),
+        "weight_norms": pmetrics.nan_to_none(pmetrics.weight_norms(prototypes)),
+        "feature_norms": pmetrics.nan_to_none(pmetrics.feature_norms_per_class(feats, targets, k)),
+        "confidence": pmetrics.nan_to_none(pmetrics.mean_confidence_per_class(logits, targets, k)),
         "seconds": seconds,
         "torch": torch.__version__,
         "palviz": palviz.__version__,
@@ -506,87 +490,6 @@ def is_cached(spec: RunSpec) -> bool:
     entry that reads back soundly)."""
     folder = runs_dir() / spec.key()
     return (folder / "metrics.json").exists() and entry_problem(folder) is None
-
-
-def run_many(
-    specs: Iterable[RunSpec],
-    *,
-    desc: str = "runs",
-    workers: int | None = None,
-    executor: Any = None,
-    workers_per_gpu: int | None = None,
-) -> list[RunResult]:
-    """:func:`run` each spec, with one progress bar; missing runs train ``workers`` at a time.
-
-    Cached runs are read here (a warm cache starts no process). Each missing cache key is
-    trained once: by default in ``workers`` fresh (spawned) processes; ``workers=None`` means
-    one per core (at most 2) on a CPU and 1 (in this process) on CUDA. Since :func:`run`
-    trains CPU runs on one thread, two runs side by side use two cores fully.
-
-    ``workers_per_gpu=W`` with ``G`` visible GPUs starts ``G * W`` worker processes, placed
-    round-robin on the GPUs (:func:`palviz.cluster.gpu_slots`); each sees only its own GPU.
-
-    ``executor``: any :class:`concurrent.futures.Executor` (or an object with the same
-    ``submit``, such as a submitit executor, whose jobs then form one job array, or
-    ``dask.distributed.Client(...).get_executor()``) trains the missing runs instead; its
-    workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``). Returns one
-    :class:`RunResult` per spec, in order, each carrying its own spec (and label).
-    """
-    from tqdm.auto import tqdm
-
-    from palviz import cluster
-
-    specs = list(specs)
-    if workers is None:
-        workers = 1 if torch.cuda.is_available() else max(1, min(2, os.cpu_count() or 1))
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
-    results: list[RunResult | None] = [None] * len(specs)
-    missing: dict[str, list[int]] = {}
-    for i, spec in enumerate(specs):
-        cached = None if spec.key() in missing else _read_cached(spec, runs_dir() / spec.key())
-        if cached is not None:
-            results[i] = cached
-        else:
-            missing.setdefault(spec.key(), []).append(i)
-
-    def store(key: str, result: RunResult) -> None:
-        for i in missing[key]:
-            results[i] = RunResult(specs[i], result.metrics, result.path)
-
-    todo = {key: specs[idx[0]] for key, idx in missing.items()}
-    slots = cluster.gpu_slots(torch.cuda.device_count(), workers_per_gpu or 0)
-    if slots and executor is None:
-        workers = len(slots)
-    if not todo:
-        pass
-    elif executor is not None:
-        with tqdm(total=len(todo), desc=desc, unit="run") as bar:
-            for key, result in cluster.train_with(executor, todo):
-                store(key, result)
-                bar.update()
-    elif workers == 1 or len(todo) == 1:
-        with tqdm(todo.items(), desc=desc, unit="run") as bar:
-            for key, spec in bar:
-                bar.set_postfix_str(spec.label or spec.loss)
-                store(key, run(spec))
-    else:
-        with cluster.local_pool(min(workers, len(todo)), slots) as pool:
-            with tqdm(total=len(todo), desc=desc, unit="run") as bar:
-                for key, result in cluster.train_with(pool, todo):
-                    store(key, result)
-                    bar.update()
-    return results  # type: ignore[return-value]
-
-
-def run_grouped(
-    groups: dict[Any, Sequence[RunSpec]], *, desc: str = "runs", workers: int | None = None
-) -> dict[Any, list[RunResult]]:
-    """:func:`run_many` over several named lists of specs at once (one pool of workers for
-    all of them), returning the results under the same names, each list in order."""
-    flat = [spec for specs in groups.values() for spec in specs]
-    results = iter(run_many(flat, workers=workers, desc=desc))
-    return {name: [next(results) for _ in specs] for name, specs in groups.items()}
 
 
 def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -687,7 +590,7 @@ def initial_prototypes(spec: RunSpec) -> np.ndarray:
 
 def cpu_seconds() -> float:
     """CPU time (user + system) of this process and of its finished child processes (e.g. the
-    training processes of :func:`run_many`), in seconds: on a shared machine a fairer
-    measure of a notebook's cost than wall time. Children count on POSIX only."""
+    training processes of :func:`palviz.cluster.run_many`), in seconds: on a shared machine a
+    fairer measure of a notebook's cost than wall time. Children count on POSIX only."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system

@@ -15,7 +15,7 @@ import seaborn as sns
 import torch
 
 from palviz import theory
-from palviz.viz import class_colors
+from palviz.style import class_colors
 
 __all__ = [
     "plot_cosine_heatmap",

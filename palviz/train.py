@@ -52,7 +52,7 @@ from palviz.checks import (
 from palviz.data import BatchIterator
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
-from palviz.metrics import min_prototype_angle
+from palviz.metrics import min_prototype_angle, nan_to_none
 
 __all__ = ["FitRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
 
@@ -317,10 +317,6 @@ def _eval_batch_size(device: torch.device) -> int:
     return 1024 if device.type == "cuda" else 256
 
 
-def _nan_to_none(values: np.ndarray) -> list[float | None]:
-    return [None if math.isnan(v) else float(v) for v in values.tolist()]
-
-
 @torch.no_grad()
 def _evaluate(
     model: nn.Module, batches: BatchIterator, *, amp: bool, keep_outputs: bool
@@ -529,7 +525,7 @@ def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
     result = _evaluate(loop.model, batches, amp=loop.use_amp, keep_outputs=False)
     row: dict[str, Any] = {
         "test_acc": result["acc"],
-        "per_class_acc": _nan_to_none(result["per_class_acc"]),
+        "per_class_acc": nan_to_none(result["per_class_acc"]),
     }
     prototypes = getattr(getattr(loop.model, "head", None), "prototypes", None)
     if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are

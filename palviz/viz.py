@@ -12,7 +12,8 @@ UMAP's numba functions compile once (about 40 s) and are cached in ``.cache/numb
 The recurring plots live beside this module: :mod:`palviz.theory_plots` (the figures of the
 theory notebooks 01-05) and :mod:`palviz.experiment_plots` (the experiment figures of 06-08,
 seaborn on the tidy frame of :func:`palviz.tables.results_frame`). Their public names are
-also importable from here (``from palviz.viz import plot_lines``).
+also importable from here (``from palviz.viz import plot_lines``), as are the style and the
+class colours of :mod:`palviz.style`, which the plot modules share.
 """
 
 from __future__ import annotations
@@ -28,31 +29,86 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from palviz.experiment_plots import (
+    mark_schedule,
+    plot_accuracy_vs_noise,
+    plot_accuracy_vs_scale,
+    plot_angle_histories,
+    plot_cosine_heatmaps,
+    plot_embedding,
+    plot_embeddings,
+    plot_lines,
+    plot_paired_runs,
+    plot_per_class,
+    plot_per_class_accuracy,
+    plot_training_counts,
+    plot_transition_matrix,
+)
 from palviz.files import atomic_write, cache_dir, figures_dir, resolve_profile
+from palviz.style import STYLE, class_colors, set_style
+from palviz.theory_plots import (
+    plot_angle_histogram,
+    plot_class_margins,
+    plot_cosine_heatmap,
+    plot_effective_margins,
+    plot_gamma_min_vs_ratio,
+    plot_hinge_corners,
+    plot_lipschitz_vs_b,
+    plot_loss_against_gap,
+    plot_margin_lines,
+    plot_min_angle_vs_dim,
+    plot_minority_collapse,
+    plot_noise_aware_scale,
+    plot_pairwise_cosine_histograms,
+    plot_per_class_lines,
+    plot_simplex_prototypes,
+)
+
+#: This module's own names, the style's and every plot of the two plot modules.
+__all__ = [
+    "class_colors",
+    "figure_path",
+    "format_accuracy",
+    "mark_schedule",
+    "plot_accuracy_vs_noise",
+    "plot_accuracy_vs_scale",
+    "plot_angle_histogram",
+    "plot_angle_histories",
+    "plot_class_margins",
+    "plot_cosine_heatmap",
+    "plot_cosine_heatmaps",
+    "plot_effective_margins",
+    "plot_embedding",
+    "plot_embeddings",
+    "plot_gamma_min_vs_ratio",
+    "plot_hinge_corners",
+    "plot_lines",
+    "plot_lipschitz_vs_b",
+    "plot_loss_against_gap",
+    "plot_margin_lines",
+    "plot_min_angle_vs_dim",
+    "plot_minority_collapse",
+    "plot_noise_aware_scale",
+    "plot_paired_runs",
+    "plot_pairwise_cosine_histograms",
+    "plot_per_class",
+    "plot_per_class_accuracy",
+    "plot_per_class_lines",
+    "plot_simplex_prototypes",
+    "plot_training_counts",
+    "plot_transition_matrix",
+    "save_markdown",
+    "savefig",
+    "set_style",
+    "setup_notebook",
+    "sliders",
+    "STYLE",
+    "umap_embedding",
+    "WIDGET_NOTE",
+]
 
 _NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
 _current_notebook: str | None = None
-
-#: The palviz figure style (matplotlib rcParams), applied by :func:`set_style`.
-STYLE = {
-    "figure.dpi": 100,
-    "savefig.dpi": 120,
-    "savefig.bbox": "tight",
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titlesize": 11,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-    "figure.constrained_layout.use": True,
-}
-
-
-def set_style() -> None:
-    """Apply the palviz figure style to matplotlib."""
-    mpl.rcParams.update(STYLE)
 
 
 def setup_notebook(notebook: str, profile: str | None = None) -> str:
@@ -108,13 +164,6 @@ def savefig(
         with atomic_write(path.with_suffix(".pdf"), "wb") as handle:
             fig.savefig(handle, format="pdf")
     return path
-
-
-def class_colors(num_classes: int) -> np.ndarray:
-    """``num_classes`` distinguishable RGBA colours (tab10 up to 10 classes, then turbo)."""
-    if num_classes <= 10:
-        return plt.get_cmap("tab10")(np.arange(num_classes))
-    return plt.get_cmap("turbo")(np.linspace(0, 1, num_classes))
 
 
 def format_accuracy(mean: float | None, std: float | None = None) -> str:
@@ -223,28 +272,3 @@ def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) 
         plt.close(fig)
 
     display(widgets.interactive(show, **{k: _slider(k, v) for k, v in controls.items()}))
-
-
-#: The plots of :mod:`palviz.theory_plots` and :mod:`palviz.experiment_plots`, importable
-#: from here as before they moved.
-_PLOT_MODULES = ("palviz.theory_plots", "palviz.experiment_plots")
-
-
-def __getattr__(name: str) -> Any:
-    # resolved on first use: the plot modules import this one (style, colours)
-    import importlib
-
-    for module in _PLOT_MODULES:
-        found = importlib.import_module(module)
-        if name in getattr(found, "__all__", ()):
-            return getattr(found, name)
-    raise AttributeError(f"module 'palviz.viz' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    import importlib
-
-    names = set(globals())
-    for module in _PLOT_MODULES:
-        names |= set(importlib.import_module(module).__all__)
-    return sorted(names)

@@ -81,7 +81,7 @@ def test_figures_command_rejects_bad_jobs_before_running_anything(monkeypatch, t
 
 
 def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(monkeypatch):
-    from palviz import plan, runcache
+    from palviz import cluster, plan, runcache
 
     rows = [
         {"key": "a", "spec": "spec-a", "notebooks": ["06"]},
@@ -91,7 +91,7 @@ def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(mo
     asked, trained = [], []
     monkeypatch.setattr(plan, "plan", lambda numbers, profile: asked.append(numbers) or rows)
     monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
-    monkeypatch.setattr(runcache, "run_many", lambda specs, desc: trained.append(specs))
+    monkeypatch.setattr(cluster, "run_many", lambda specs, desc: trained.append(specs))
     paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]
     assert cli.train_missing(paths, "quick") >= 0
     assert asked == [["06", "07", "08"]]  # 01 trains nothing

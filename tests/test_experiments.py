@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from palviz import data as pdata
 from palviz import experiments as ex
 from palviz import runcache
 from palviz.theory import noise_aware_scale
@@ -124,7 +125,7 @@ def test_bad_experiment_arguments_are_refused(call, message):
 def test_a_stratified_subset_has_exactly_the_size_asked_and_keeps_proportions():
     targets = np.random.default_rng(0).integers(0, 10, 9600)
     for size in (4000, 600, 7):
-        keep = runcache._stratified_subset(targets, size, seed=0)
+        keep = pdata.stratified_subset(targets, size, seed=0)
         assert len(keep) == len(np.unique(keep)) == size
         share = np.bincount(targets[keep], minlength=10) / size
         assert np.abs(share - np.bincount(targets) / 9600).max() <= 1 / size + 1e-12
