@@ -31,8 +31,8 @@ private names):
 - :mod:`palviz.plots_geometry` what a ReLU feature can reach, per orientation (notebook 01)
 - :mod:`palviz.experiment_plots` the experiment figures of 06-08 (seaborn on the results frame)
 - :mod:`palviz.course`   the executed notebooks as offline pages and the course's front page
-- :mod:`palviz.runcache` a run as plain data (``RunSpec``), the run cache, ``run`` (train one
-  spec in this process, or read it)
+- :mod:`palviz.runcache` a run as plain data (``RunSpec``, checked when made), the run cache,
+  ``run`` (train one spec in this process, or read it)
 - :mod:`palviz.cluster`  ``run_many`` / ``run_grouped``: many runs through local process pools
   (GPU slots), submitit or Dask
 - :mod:`palviz.locks`    a lock per run key, shared by every worker of one ``runs/`` folder

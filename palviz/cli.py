@@ -323,23 +323,50 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def read_specs(path: str | os.PathLike) -> list:
     """The specs of a JSON-lines file of ``palviz plan --jsonl`` (a line is a spec's dict or
-    an object with one under ``"spec"``)."""
+    an object with one under ``"spec"``; blank lines are skipped).
+
+    Every line is read and checked before this returns: a line that is not JSON, not an object,
+    or whose spec is not a valid :class:`~palviz.runcache.RunSpec` raises ``ValueError`` naming
+    the file, the line number and what was expected."""
     import json
 
     from palviz.runcache import RunSpec
 
+    expected = 'a JSON object of RunSpec fields, or one with them under "spec"'
     specs = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
             obj = json.loads(line)
-            specs.append(RunSpec.from_dict(obj["spec"] if "spec" in obj else obj))
+        except ValueError as err:
+            raise ValueError(f"{where}: not JSON ({err}); expected {expected}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: expected {expected}, got {line.strip()[:80]}")
+        fields = obj["spec"] if "spec" in obj else obj
+        if not isinstance(fields, dict):
+            raise ValueError(
+                f'{where}: "spec" must be a JSON object of RunSpec fields, got {fields!r}'
+            )
+        try:
+            specs.append(RunSpec.from_dict(fields))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
     return specs
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from palviz.runcache import run
 
-    specs = read_specs(args.specfile)
+    try:
+        specs = read_specs(args.specfile)
+    except OSError as err:
+        print(f"palviz train: cannot read {args.specfile}: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"palviz train: {err}; nothing was trained", file=sys.stderr)
+        return 2
     if args.index is None:
         chosen = list(enumerate(specs))
     else:

@@ -55,6 +55,7 @@ from palviz.metrics import simplex_error
 from palviz.threads import single_thread
 
 __all__ = [
+    "HEADS",
     "HEAD_KINDS",
     "PROTOTYPE_METHODS",
     "PROTOTYPE_ORIENTATIONS",
@@ -495,7 +496,8 @@ class AnchoredHead(nn.Module):
         )
 
 
-_HEADS: dict[str, type[nn.Module]] = {
+#: The head classes by name (:data:`HEAD_KINDS`), as :func:`make_head` builds them.
+HEADS: dict[str, type[nn.Module]] = {
     "linear": LinearHead,
     "cosine": CosineHead,
     "anchored": AnchoredHead,
@@ -510,4 +512,4 @@ def make_head(kind: str, in_features: int, num_classes: int, **kw: Any) -> nn.Mo
     AnchoredHead(in_features=64, num_classes=10, normalize=True, scale=5.0)
     """
     kind = _check_choice("kind", kind, HEAD_KINDS)
-    return _HEADS[kind](in_features, num_classes, **kw)
+    return HEADS[kind](in_features, num_classes, **kw)

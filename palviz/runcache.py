@@ -23,7 +23,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import inspect
 import json
+import numbers
 import os
 import shutil
 import time
@@ -38,9 +40,18 @@ import torch
 import palviz
 from palviz import data as pdata
 from palviz import metrics as pmetrics
+from palviz.checks import (
+    ArgumentTypeError,
+    check_choice,
+    check_positive,
+    check_probability,
+    check_real,
+    invalid,
+)
 from palviz.files import runs_dir, save_npz, write_json
+from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import make_model
+from palviz.models import ARCHS, make_model
 from palviz.threads import single_thread
 from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
@@ -61,6 +72,11 @@ class RunSpec:
       the ``smoke`` profile to stay within seconds); ``None`` keeps all.
     - ``head``/``head_kw``: ``"linear"``, ``"cosine"`` (learnable, normalised) or
       ``"anchored"`` (PAL; ``normalize=True, scale=s`` is FNPAL).
+
+    Every field is checked when the spec is made (a ``ValueError``, or a ``TypeError`` for a
+    value of the wrong type, naming ``RunSpec.<field>``, the value and what is allowed): the
+    dataset, network, loss and head are ones palviz knows, ``loss_kw`` builds the loss and
+    ``head_kw`` holds arguments of the head. ``train`` may be given as a dict.
     """
 
     dataset: str
@@ -79,18 +95,27 @@ class RunSpec:
     label: str = ""
 
     def __post_init__(self):
-        if self.dataset not in pdata.DATASETS:
-            raise ValueError(f"dataset must be one of {pdata.DATASETS}, got {self.dataset!r}")
-        if not self.imbalance_ratio >= 1:
-            raise ValueError(f"imbalance_ratio must be >= 1, got {self.imbalance_ratio!r}")
-        if not 0 <= self.noise_rate <= 1:
-            raise ValueError(f"noise_rate must be in [0, 1], got {self.noise_rate!r}")
-        if self.noise_kind not in ("symmetric", "asymmetric"):
-            raise ValueError(
-                f"noise_kind must be 'symmetric' or 'asymmetric', got {self.noise_kind!r}"
-            )
-        if self.train_size is not None and self.train_size < 2:
-            raise ValueError(f"train_size must be >= 2 or None, got {self.train_size!r}")
+        # Every field is checked here, before a key or a folder exists; the dict of a
+        # ``train`` field becomes its TrainConfig. Nothing else is converted: the key is a hash
+        # of the fields as given.
+        check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
+        check_choice("RunSpec.arch", self.arch, ARCHS)
+        _check_loss(self.loss, self.loss_kw, pdata.dataset_info(self.dataset).num_classes)
+        _check_head(self.head, self.head_kw)
+        check_choice("RunSpec.lt_shape", self.lt_shape, pdata.LONG_TAIL_SHAPES)
+        if check_real("RunSpec.imbalance_ratio", self.imbalance_ratio) < 1:
+            raise invalid("RunSpec.imbalance_ratio", self.imbalance_ratio, ">= 1")
+        check_probability("RunSpec.noise_rate", self.noise_rate)
+        check_choice("RunSpec.noise_kind", self.noise_kind, ("symmetric", "asymmetric"))
+        if self.train_size is not None:
+            _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
+        _check_int_field("seed", self.seed, 0, "an integer >= 0")
+        if isinstance(self.train, dict):
+            object.__setattr__(self, "train", _train_config(self.train))
+        if not isinstance(self.train, TrainConfig):
+            raise _wrong_type("RunSpec.train", self.train, "a TrainConfig (or its dict)")
+        if not isinstance(self.label, str):
+            raise _wrong_type("RunSpec.label", self.label, "a string")
 
     def to_dict(self) -> dict:
         """The spec as JSON-ready data (``train`` as a dict)."""
@@ -101,14 +126,19 @@ class RunSpec:
     @classmethod
     def from_dict(cls, d: dict) -> RunSpec:
         """The inverse of :meth:`to_dict` (e.g. of a line of ``palviz plan --jsonl``); unknown
-        keys are an error."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
+        or missing fields are an error naming them, and every field is checked as in
+        :class:`RunSpec`."""
+        if not isinstance(d, dict):
+            raise _wrong_type("RunSpec.from_dict's argument", d, "a dict of RunSpec fields")
+        fields = dataclasses.fields(cls)
+        names = [f.name for f in fields]
+        unknown = sorted(set(d) - set(names))
         if unknown:
             raise ValueError(f"unknown RunSpec fields {unknown}; allowed: {sorted(names)}")
-        d = dict(d)
-        if isinstance(d.get("train"), dict):
-            d["train"] = TrainConfig.from_dict(d["train"])
+        required = [f.name for f in fields if f.default is f.default_factory is dataclasses.MISSING]
+        missing = [name for name in required if name not in d]
+        if missing:
+            raise ValueError(f"missing RunSpec fields {missing}; required: {required}")
         return cls(**d)
 
     def key(self) -> str:
@@ -131,6 +161,83 @@ class RunSpec:
         if isinstance(changes.get("train"), dict):
             changes["train"] = dataclasses.replace(self.train, **changes["train"])
         return dataclasses.replace(self, **changes)
+
+
+def _wrong_type(name: str, value: Any, rule: str) -> ArgumentTypeError:
+    return ArgumentTypeError(str(invalid(name, value, rule)))
+
+
+def _check_int_field(field_name: str, value: Any, minimum: int, rule: str) -> None:
+    """``RunSpec.<field_name>`` is an int (not a bool) >= ``minimum``."""
+    name = f"RunSpec.{field_name}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _wrong_type(name, value, rule)
+    if value < minimum:
+        raise invalid(name, value, rule)
+
+
+def _train_config(d: dict) -> TrainConfig:
+    """``RunSpec.train`` given as a dict: its TrainConfig, an error naming the field."""
+    try:
+        return TrainConfig.from_dict(d)
+    except TypeError as err:
+        raise ArgumentTypeError(f"RunSpec.train: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"RunSpec.train: {err}") from None
+
+
+def _check_loss(loss: Any, loss_kw: Any, num_classes: int) -> None:
+    """``RunSpec.loss`` is registered and ``RunSpec.loss_kw`` holds arguments it takes, with
+    values that build it (built once, with ``num_classes`` classes of 2 samples each standing
+    in for the facts of the run)."""
+    check_choice("RunSpec.loss", loss, tuple(registry.LOSSES))
+    if not isinstance(loss_kw, dict):
+        raise _wrong_type("RunSpec.loss_kw", loss_kw, f"a dict of arguments of loss {loss!r}")
+    registry.check_loss_kw(loss, loss_kw, field_name="RunSpec.loss_kw")
+    try:
+        registry.build_loss(loss, loss_kw, class_counts=[2] * num_classes, num_classes=num_classes)
+    except (TypeError, ValueError) as err:
+        message = str(invalid("RunSpec.loss_kw", loss_kw, f"arguments that build loss {loss!r}"))
+        kind = ArgumentTypeError if isinstance(err, TypeError) else ValueError
+        raise kind(f"{message} ({err})") from None
+
+
+def _head_arguments(head: str) -> tuple[str, ...]:
+    """The arguments ``RunSpec.head_kw`` may pass to head ``head``: its constructor's, but
+    ``in_features`` and ``num_classes`` (the model supplies them)."""
+    params = inspect.signature(HEADS[head]).parameters
+    return tuple(
+        name
+        for name, p in params.items()
+        if name not in ("in_features", "num_classes")
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    )
+
+
+def _check_head(head: Any, head_kw: Any) -> None:
+    """``RunSpec.head`` is a head palviz knows, ``RunSpec.head_kw`` holds arguments it takes
+    (an anchored head's ``orientation`` one of :data:`palviz.heads.PROTOTYPE_ORIENTATIONS`, a
+    ``scale`` > 0)."""
+    check_choice("RunSpec.head", head, HEAD_KINDS)
+    allowed = _head_arguments(head)
+    if not isinstance(head_kw, dict):
+        raise _wrong_type(
+            "RunSpec.head_kw", head_kw, f"a dict of arguments of the {head!r} head {allowed}"
+        )
+    for key in head_kw:
+        if key not in allowed:
+            raise invalid(
+                "RunSpec.head_kw",
+                head_kw,
+                f"a dict of arguments of the {head!r} head, keys from {list(allowed)} "
+                f"({key!r} is not one of them)",
+            )
+    if "orientation" in head_kw:
+        check_choice(
+            "RunSpec.head_kw['orientation']", head_kw["orientation"], PROTOTYPE_ORIENTATIONS
+        )
+    if "scale" in head_kw:
+        check_positive("RunSpec.head_kw['scale']", head_kw["scale"])
 
 
 def _jsonable(value: Any) -> Any:

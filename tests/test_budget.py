@@ -128,7 +128,7 @@ def test_steps_per_run_of_a_result_uses_its_recorded_training_size():
 def test_steps_per_run_of_a_spec_subsets_like_prepare_data():
     spec = RunSpec(
         dataset="digits",
-        arch="mlp",
+        arch="cnn_digits",
         loss="ce",
         imbalance_ratio=10,
         train_size=900,
