@@ -485,6 +485,8 @@ def _start_epoch(loop: _Loop, epoch: int) -> float:
     if loop.cb_weights is not None:
         # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
         loop.loss_fn.weight = loop.cb_weights if epoch >= loop.config.drw_epoch else None
+    if hasattr(loop.loss_fn, "set_epoch"):  # a loss with stages of its own (IB)
+        loop.loss_fn.set_epoch(epoch, loop.config.epochs)
     return lr
 
 
@@ -498,8 +500,12 @@ def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float
         if loop.channels_last:
             xb = xb.contiguous(memory_format=torch.channels_last)
         with torch.autocast(loop.device.type, enabled=loop.use_amp):
-            logits = model(xb)
-            loss = loop.loss_fn(logits, yb)
+            if getattr(loop.loss_fn, "needs_features", False):  # IB: the penultimate features
+                logits, features = model.forward_features(xb)
+                loss = loop.loss_fn(logits, yb, features=features)
+            else:
+                logits = model(xb)
+                loss = loop.loss_fn(logits, yb)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         if config.grad_clip is not None:
@@ -614,7 +620,11 @@ def fit(
         model: a :class:`palviz.models.Classifier` (``forward`` -> logits,
             ``forward_features`` -> ``(logits, features)``).
         loss_fn: ``(logits, targets) -> mean loss``; with DRW it must have a settable
-            ``weight`` attribute (every class-imbalance loss of :mod:`palviz.losses` has).
+            ``weight`` attribute (every class-imbalance loss of :mod:`palviz.losses` has). A
+            loss with ``needs_features = True`` is called as ``loss_fn(logits, targets,
+            features=h)`` with the penultimate features ``h``; a loss with a method
+            ``set_epoch(epoch, epochs)`` has it called at the start of every epoch (both:
+            :class:`palviz.losses.IBFocalLoss`).
         train, test: ``(x, y)``: ``[N, C, H, W]`` images (``uint8``, normalised per batch) or
             ``[N, D]`` float vectors, and ``[N]`` integer labels. ``test`` is optional.
         config: a :class:`TrainConfig` (default: ``TrainConfig()``).
