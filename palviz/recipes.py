@@ -115,7 +115,17 @@ PAPER_LR_WD_INTEGRAL = 0.31
 TRAIN_OVERRIDES = ("epochs", "lr", "weight_decay", "batch_size")
 
 # The long-tailed methods of the full and paper grids, named (the registry may hold more).
-_LT_ALL = ("CE", "Focal", "CE-DRW", "LDAM-DRW", "ELM", "ELM-DRW", "LMSCE")
+_LT_ALL = (
+    "CE",
+    "Focal",
+    "CE-DRW",
+    "LDAM-DRW",
+    "ELM",
+    "ELM-DRW",
+    "LMSCE",
+    "LA-CE",
+    "IB-Focal",
+)
 
 #: The long-tailed experiments (notebooks 00, 02, 03, 06, 08) per profile. ``train`` is the
 #: schedule: ``shape="ldam-drw"`` is LDAM-DRW's shape scaled to ``epochs`` (see
