@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from palviz import cli, plan
+from palviz import cli, plan, recipes
 from palviz import experiments as ex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,10 +70,12 @@ def test_plan_command_lists_and_writes_the_paper_grid_without_data(tmp_path, mon
     out = tmp_path / "plan.jsonl"
     assert cli.main(["plan", "--profile", "paper", "--only", "06", "--jsonl", str(out)]) == 0
     text = capsys.readouterr().out
-    # 2 datasets x 2 ratios x 7 methods x (without, with PAL), one seed
-    assert "56 run(s) (paper): 0 cached, 56 missing" in text
+    # 2 datasets x 2 ratios x the profile's methods x (without, with PAL), one seed
+    setup = recipes.long_tailed_setup("paper")
+    n = 2 * 2 * (len(setup["methods"]) + len(setup["pal_methods"]))
+    assert f"{n} run(s) (paper): 0 cached, {n} missing" in text
     specs = cli.read_specs(out)
-    assert len(specs) == 56 and {s.dataset for s in specs} == {"cifar10", "cifar100"}
+    assert len(specs) == n and {s.dataset for s in specs} == {"cifar10", "cifar100"}
     assert [s.key() for s in specs] == [s.key() for s in plan.planned_specs("06", "paper")]
     assert not (tmp_path / "no-data").exists()
 

@@ -60,6 +60,7 @@ import importlib
 import pkgutil
 
 from palviz.losses import registry
+from palviz.losses._inputs import ClassWeightedLoss
 from palviz.losses.registry import LOSSES, build_loss, check_loss_kw, make_loss
 
 
@@ -82,7 +83,15 @@ for _module in _MODULES:
 #: The names :func:`make_loss` accepts, in registration order.
 LOSS_NAMES: tuple[str, ...] = tuple(LOSSES)
 
-__all__ = ["LOSSES", "LOSS_NAMES", "build_loss", "check_loss_kw", "make_loss", "registry"]
+__all__ = [
+    "ClassWeightedLoss",
+    "LOSSES",
+    "LOSS_NAMES",
+    "build_loss",
+    "check_loss_kw",
+    "make_loss",
+    "registry",
+]
 for _module in _MODULES:
     __all__ += _module.__all__
 del _module

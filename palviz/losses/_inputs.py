@@ -1,5 +1,5 @@
-"""Checks of a loss's inputs at ``forward``, shared by :mod:`palviz.losses.imbalance` and
-:mod:`palviz.losses.noise`."""
+"""What the loss modules share: checks of a loss's inputs at ``forward``, and
+:class:`ClassWeightedLoss`, the base of the losses with reassignable class weights (DRW)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-__all__ = ["ClassCounts", "Weight", "prepare_inputs"]
+__all__ = ["ClassCounts", "ClassWeightedLoss", "Weight", "prepare_inputs"]
 
 ClassCounts = Sequence[int] | np.ndarray | Tensor
 Weight = Sequence[float] | np.ndarray | Tensor | None
@@ -46,3 +46,65 @@ def prepare_inputs(
             raise ValueError(f"targets must lie in [0, {c}), got values in [{low}, {high}]")
     z = logits if logits.dtype == torch.float64 else logits.float()
     return z, targets.long()
+
+
+class ClassWeightedLoss(nn.Module):
+    """Base of a loss with optional class weights ``w`` (``[C]``), a plain attribute that may
+    be reassigned at any time (how DRW switches on: ``loss.weight = class_balanced_weights(n)``).
+
+    ``weight`` is ``None`` or one finite number >= 0 per class, stored as a float32 tensor on
+    the device it came on; :meth:`_weight_like` moves it to the logits' device and dtype.
+
+    Args:
+        weight: the initial class weights ``[C]`` or ``None``.
+        num_classes: C, if known at construction (the weights are then checked against it).
+    """
+
+    def __init__(self, weight: Weight = None, num_classes: int | None = None) -> None:
+        super().__init__()
+        self._weight_classes = num_classes
+        self.weight = weight
+
+    @property
+    def weight(self) -> Tensor | None:
+        """Class weights ``[C]`` (float32) or ``None``; assign a new value to re-weight (DRW)."""
+        return self._weight
+
+    @weight.setter
+    def weight(self, value: Weight) -> None:
+        self._weight = _class_weights(value, self._weight_classes)
+
+    def _weight_like(self, z: Tensor) -> Tensor | None:
+        """The class weights on ``z``'s device and dtype, checked against ``z``'s C."""
+        if self._weight is None:
+            return None
+        if self._weight.numel() != z.shape[1]:
+            raise ValueError(
+                f"weight must have one entry per class ({z.shape[1]} logits), "
+                f"got {self._weight.numel()} entries"
+            )
+        return self._weight.to(device=z.device, dtype=z.dtype)
+
+
+def _class_weights(weight: Weight, num_classes: int | None) -> Tensor | None:
+    """``weight`` as a checked 1-D float32 tensor (a copy), or ``None``."""
+    if weight is None:
+        return None
+    try:
+        w = torch.as_tensor(weight).detach().to(torch.float32)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(
+            f"weight must be None or one number per class (a 1-D tensor), got {weight!r}"
+        ) from None
+    if w.ndim != 1:
+        raise ValueError(
+            f"weight must be None or a 1-D tensor with one entry per class, "
+            f"got shape {tuple(w.shape)}"
+        )
+    if num_classes is not None and w.numel() != num_classes:
+        raise ValueError(
+            f"weight must have one entry per class ({num_classes}), got {w.numel()} entries"
+        )
+    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
+        raise ValueError(f"weight must hold finite values >= 0, got {w.tolist()}")
+    return w.clone()

@@ -25,7 +25,7 @@ from palviz.checks import (
     check_range,
     check_real,
 )
-from palviz.losses._inputs import ClassCounts, Weight, prepare_inputs
+from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, Weight, prepare_inputs
 from palviz.losses.registry import long_tailed, noisy, register_loss
 
 __all__ = [
@@ -46,62 +46,9 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _as_weight(weight: Weight, num_classes: int | None) -> Tensor | None:
-    """Class weights as a 1-D float32 tensor (on the device they came on), or ``None``."""
-    if weight is None:
-        return None
-    try:
-        w = torch.as_tensor(weight).detach().to(torch.float32)
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(
-            f"weight must be None or one number per class (a 1-D tensor), got {weight!r}"
-        ) from None
-    if w.ndim != 1:
-        raise ValueError(
-            f"weight must be None or a 1-D tensor with one entry per class, "
-            f"got shape {tuple(w.shape)}"
-        )
-    if num_classes is not None and w.numel() != num_classes:
-        raise ValueError(
-            f"weight must have one entry per class ({num_classes}), got {w.numel()} entries"
-        )
-    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-        raise ValueError(f"weight must hold finite values >= 0, got {w.tolist()}")
-    return w.clone()
-
-
 def _target_mask(z: Tensor, y: Tensor) -> Tensor:
     """``[N, C]`` bool, True at ``(i, y_i)``: the one-hot encoding of the targets."""
     return torch.zeros_like(z, dtype=torch.bool).scatter_(1, y.unsqueeze(1), True)
-
-
-class _WeightedLoss(nn.Module):
-    """Base of the losses with optional class weights ``w`` (``[C]``), reassignable (DRW)."""
-
-    def __init__(self, weight: Weight, num_classes: int | None) -> None:
-        super().__init__()
-        self._weight_classes = num_classes
-        self.weight = weight
-
-    @property
-    def weight(self) -> Tensor | None:
-        """Class weights ``[C]`` (float32) or ``None``; assign a new value to re-weight (DRW)."""
-        return self._weight
-
-    @weight.setter
-    def weight(self, value: Weight) -> None:
-        self._weight = _as_weight(value, self._weight_classes)
-
-    def _weight_like(self, z: Tensor) -> Tensor | None:
-        """The class weights on ``z``'s device and dtype, checked against ``z``'s C."""
-        if self._weight is None:
-            return None
-        if self._weight.numel() != z.shape[1]:
-            raise ValueError(
-                f"weight must have one entry per class ({z.shape[1]} logits), "
-                f"got {self._weight.numel()} entries"
-            )
-        return self._weight.to(device=z.device, dtype=z.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,7 +125,7 @@ def class_balanced_weights(cls_num_list: ClassCounts, beta: float = 0.9999) -> T
         noisy("CE", fnpal=True, fnpn=True),
     ],
 )
-class CrossEntropyLoss(_WeightedLoss):
+class CrossEntropyLoss(ClassWeightedLoss):
     r"""Softmax cross entropy, with optional class weights (for DRW).
 
     .. math::
@@ -210,7 +157,7 @@ class CrossEntropyLoss(_WeightedLoss):
         noisy("Focal", gamma=0.5, detach_modulating=True),
     ],
 )
-class FocalLoss(_WeightedLoss):
+class FocalLoss(ClassWeightedLoss):
     r"""Focal loss, in the form of LDAM-DRW (default) or of the APL code.
 
     LDAM-DRW form (``detach_modulating=False``), with the per-sample weighted cross entropy
@@ -268,7 +215,7 @@ class FocalLoss(_WeightedLoss):
         return ((1.0 - p) ** self.gamma * ce).mean()
 
 
-class _LDAMMarginLoss(_WeightedLoss):
+class _LDAMMarginLoss(ClassWeightedLoss):
     """Base of LDAM and ELM: LDAM's per-class margins (buffer ``margins``) and a scale ``s``;
     :meth:`_margin_inputs` and :meth:`_scaled_ce` are the steps their ``forward`` shares."""
 
@@ -420,7 +367,7 @@ class ELMLoss(_LDAMMarginLoss):
     source="Kobayashi, ICIP 2019 (large-margin softmax CE)",
     methods=[long_tailed("LMSCE")],
 )
-class LMSCELoss(_WeightedLoss):
+class LMSCELoss(ClassWeightedLoss):
     r"""Large-margin softmax cross entropy of Kobayashi (the ELM paper's "LMSCE [18]").
 
     With :math:`q_i = \mathrm{softmax}(z_{i, j \ne y_i})`, the softmax over the non-target

@@ -23,8 +23,7 @@ from palviz.checks import (
     check_probability,
     invalid,
 )
-from palviz.losses._inputs import ClassCounts, prepare_inputs
-from palviz.losses.logit_adjusted import ClassWeightedLoss
+from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, prepare_inputs
 from palviz.losses.registry import long_tailed, register_loss
 
 __all__ = ["IBFocalLoss", "inverse_frequency_weights"]

@@ -1,6 +1,4 @@
-r"""Logit-adjusted cross entropy (Menon et al., ICLR 2021), and :class:`ClassWeightedLoss`,
-the small public base of the losses outside :mod:`palviz.losses.imbalance` that take class
-weights (reassignable, for DRW).
+r"""Logit-adjusted cross entropy (Menon et al., ICLR 2021).
 
 See :mod:`palviz.losses` for the notation and the conventions every loss follows.
 """
@@ -10,75 +8,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from palviz.checks import check_class_counts, check_non_negative
-from palviz.losses._inputs import ClassCounts, Weight, prepare_inputs
+from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, Weight, prepare_inputs
 from palviz.losses.registry import long_tailed, register_loss
 
-__all__ = ["ClassWeightedLoss", "LogitAdjustedLoss", "log_class_prior"]
-
-
-class ClassWeightedLoss(nn.Module):
-    """Base of a loss with optional class weights ``w`` (``[C]``), a plain attribute that may
-    be reassigned at any time (how DRW switches on: ``loss.weight = class_balanced_weights(n)``).
-
-    ``weight`` is ``None`` or one finite number >= 0 per class, stored as a float32 tensor on
-    the device it came on; :meth:`_weight_like` moves it to the logits' device and dtype.
-
-    Args:
-        weight: the initial class weights ``[C]`` or ``None``.
-        num_classes: C, if known at construction (the weights are then checked against it).
-    """
-
-    def __init__(self, weight: Weight = None, num_classes: int | None = None) -> None:
-        super().__init__()
-        self._weight_classes = num_classes
-        self.weight = weight
-
-    @property
-    def weight(self) -> Tensor | None:
-        """Class weights ``[C]`` (float32) or ``None``; assign a new value to re-weight (DRW)."""
-        return self._weight
-
-    @weight.setter
-    def weight(self, value: Weight) -> None:
-        self._weight = _class_weights(value, self._weight_classes)
-
-    def _weight_like(self, z: Tensor) -> Tensor | None:
-        """The class weights on ``z``'s device and dtype, checked against ``z``'s C."""
-        if self._weight is None:
-            return None
-        if self._weight.numel() != z.shape[1]:
-            raise ValueError(
-                f"weight must have one entry per class ({z.shape[1]} logits), "
-                f"got {self._weight.numel()} entries"
-            )
-        return self._weight.to(device=z.device, dtype=z.dtype)
-
-
-def _class_weights(weight: Weight, num_classes: int | None) -> Tensor | None:
-    """``weight`` as a checked 1-D float32 tensor (a copy), or ``None``."""
-    if weight is None:
-        return None
-    try:
-        w = torch.as_tensor(weight).detach().to(torch.float32)
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(
-            f"weight must be None or one number per class (a 1-D tensor), got {weight!r}"
-        ) from None
-    if w.ndim != 1:
-        raise ValueError(
-            f"weight must be None or a 1-D tensor with one entry per class, "
-            f"got shape {tuple(w.shape)}"
-        )
-    if num_classes is not None and w.numel() != num_classes:
-        raise ValueError(
-            f"weight must have one entry per class ({num_classes}), got {w.numel()} entries"
-        )
-    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-        raise ValueError(f"weight must hold finite values >= 0, got {w.tolist()}")
-    return w.clone()
+__all__ = ["LogitAdjustedLoss", "log_class_prior"]
 
 
 def log_class_prior(cls_num_list: ClassCounts, *, dtype: torch.dtype = torch.float32) -> Tensor:
