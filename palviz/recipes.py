@@ -137,8 +137,8 @@ _LT_ALL = (
 #: over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and these
 #: few steps it would be 0.026 and weight decay would barely act. Headline methods only, five
 #: paired seeds, and CE + PAL with the two other prototype orientations.
-#: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that palviz has
-#: at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``: CIFAR-10/100-LT,
+#: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
+#: palviz has, at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``: CIFAR-10/100-LT,
 #: ResNet-32, 200 epochs, docs/reference.md 6.
 LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
