@@ -138,8 +138,8 @@ _LT_ALL = (
 #: few steps it would be 0.026 and weight decay would barely act. Headline methods only, five
 #: paired seeds, and CE + PAL with the two other prototype orientations.
 #: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
-#: palviz has, at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``: CIFAR-10/100-LT,
-#: ResNet-32, 200 epochs, docs/reference.md 6.
+#: palviz has, at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``:
+#: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
 LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": ("mnist1d",),
