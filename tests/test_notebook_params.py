@@ -1,0 +1,353 @@
+"""Each notebook's parameters cell is a contract (palviz.params): the cell names the parameters of
+its schema and its comments state their ranges; check_parameters refuses what the schema
+refuses; and every notebook, executed through papermill at smoke size, runs to the end with all
+its parameters at the low edges of their ranges and with all at the high edges, and stops in its
+first cells, naming the parameter, when one of them has a value of the wrong type.
+
+The notebook runs share one run cache (``$PALVIZ_RUNS`` when set, e.g. ``build/test-runs`` in
+``make test``, else a folder of the session), so a run trains once. They are started together,
+``$PALVIZ_TEST_WORKERS`` (default 2) at a time, as soon as the first of them is asked for, and
+their kernels import the palviz of this checkout (``PYTHONPATH``), whichever copy is installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from palviz.checks import ArgumentTypeError
+from palviz.params import SCHEMAS, check_parameters, rule_alternatives
+
+papermill = pytest.importorskip("papermill")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+PATHS = {number: next(NOTEBOOKS.glob(f"{number}_*.ipynb")) for number in SCHEMAS}
+
+
+def code_cells(number: str) -> list[tuple[int, str]]:
+    """``(index, source)`` of every code cell of notebook ``number``."""
+    cells = json.loads(PATHS[number].read_text(encoding="utf-8"))["cells"]
+    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
+
+
+def parameters_cell(number: str) -> tuple[int, str]:
+    cells = json.loads(PATHS[number].read_text(encoding="utf-8"))["cells"]
+    for i, cell in enumerate(cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return i, "".join(cell["source"])
+    raise AssertionError(f"{PATHS[number].name} has no cell tagged 'parameters'")
+
+
+def assignments(source: str) -> dict[str, tuple[object, str]]:
+    """Each parameter of a parameters cell: its value and its comment (the comment lines
+    directly above the assignment and the one at its end, joined, spacing collapsed)."""
+    lines = source.splitlines()
+    out = {}
+    for node in ast.parse(source).body:
+        assert isinstance(node, ast.Assign) and len(node.targets) == 1, ast.unparse(node)
+        name = node.targets[0].id
+        above = []
+        row = node.lineno - 2
+        while row >= 0 and lines[row].lstrip().startswith("#"):
+            above.insert(0, lines[row].lstrip()[1:])
+            row -= 1
+        rest = lines[node.end_lineno - 1][node.end_col_offset :]
+        trailing = rest.split("#", 1)[1] if "#" in rest else ""
+        comment = " ".join(" ".join(above + [trailing]).split())
+        out[name] = (ast.literal_eval(node.value), comment)
+    return out
+
+
+def defaults(number: str) -> dict:
+    return {name: value for name, (value, _) in assignments(parameters_cell(number)[1]).items()}
+
+
+def check_call(number: str) -> tuple[int, ast.Call]:
+    """The index of the code cell that calls check_parameters, and the call."""
+    for index, source in code_cells(number):
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_parameters":
+                return index, node
+    raise AssertionError(f"{PATHS[number].name} never calls check_parameters")
+
+
+CASES = [(number, name) for number, schema in SCHEMAS.items() for name in schema]
+
+
+# --------------------------------------------------------------------------------------
+# The schemas and the parameters cells agree
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", sorted(SCHEMAS))
+def test_the_parameters_cell_names_the_schemas_parameters_in_order(number):
+    assert list(assignments(parameters_cell(number)[1])) == list(SCHEMAS[number])
+
+
+@pytest.mark.parametrize(("number", "name"), CASES)
+def test_the_comment_of_each_parameter_states_its_rule(number, name):
+    _, comment = assignments(parameters_cell(number)[1])[name]
+    rule = SCHEMAS[number][name].rule
+    missing = [part for part in rule_alternatives(rule) if " ".join(part.split()) not in comment]
+    assert not missing, f"{PATHS[number].name}: the comment of {name} ({comment!r}) lacks {missing}"
+
+
+@pytest.mark.parametrize("number", sorted(SCHEMAS))
+def test_the_defaults_of_the_cell_pass_the_check(number):
+    check_parameters(number, **defaults(number))
+
+
+@pytest.mark.parametrize("number", sorted(SCHEMAS))
+def test_the_check_comes_first_and_passes_every_parameter_by_its_name(number):
+    cell, call = check_call(number)
+    first = parameters_cell(number)[0]
+    code_after = [i for i, _ in code_cells(number) if i > first]
+    assert cell in code_after[:2], "check_parameters must be called in the first cells"
+    assert isinstance(call.args[0], ast.Constant) and call.args[0].value == number
+    passed = {kw.arg: getattr(kw.value, "id", None) for kw in call.keywords}
+    assert passed == {name: name for name in SCHEMAS[number]}
+
+
+# --------------------------------------------------------------------------------------
+# check_parameters, in-process
+# --------------------------------------------------------------------------------------
+
+
+def _with(number: str, name: str, value) -> dict:
+    return {**defaults(number), name: value}
+
+
+@pytest.mark.parametrize(("number", "name"), CASES)
+def test_every_example_passes_and_the_wrong_type_is_refused_naming_the_parameter(number, name):
+    entry = SCHEMAS[number][name]
+    assert len(entry.examples) >= 2 and entry.doc and entry.rule
+    for value in entry.examples:
+        check_parameters(number, **_with(number, name, value))
+    with pytest.raises(ArgumentTypeError) as error:
+        check_parameters(number, **_with(number, name, entry.wrong))
+    assert str(error.value) == f"{name} must be {entry.rule}, got {entry.wrong!r}"
+    if entry.none:
+        check_parameters(number, **_with(number, name, None))
+    else:
+        with pytest.raises(ArgumentTypeError, match=rf"^{name} must be "):
+            check_parameters(number, **_with(number, name, None))
+
+
+def _outside(entry) -> list:
+    """Values of the right type just outside the entry's range."""
+    out = []
+    integer = entry.kind in ("int", "ints")
+    for bound, side in ((entry.min, -1), (entry.max, +1)):
+        if bound is None:
+            continue
+        if integer:
+            out.append(bound + side)
+        elif (entry.min_open and side < 0) or (entry.max_open and side > 0):
+            out.append(float(bound))
+        else:
+            out.append(bound + side * 1e-9 * max(1.0, abs(bound)))
+    if entry.kind in ("int", "real"):
+        return out + ([math.nan] if entry.kind == "real" else [])
+    item = entry.examples[-1][0]
+    bad = [(v,) * max(1, entry.min_len) for v in out]
+    if entry.kind == "labels":
+        bad.append(("no such method",))
+    if entry.min_len > 0:
+        bad.append(tuple(entry.examples[0][: entry.min_len - 1]))
+    if entry.distinct:
+        bad.append((item,) * max(2, entry.min_len))
+    return bad
+
+
+@pytest.mark.parametrize(
+    ("number", "name"),
+    [(n, p) for n, p in CASES if SCHEMAS[n][p].kind not in ("profile", "bool", "noise_pairs")],
+)
+def test_the_examples_reach_the_edges_and_just_beyond_is_refused(number, name):
+    entry = SCHEMAS[number][name]
+    low, high = entry.examples[0], entry.examples[-1]
+    if entry.kind in ("int", "real"):
+        if entry.min is not None:
+            assert low == entry.min or (entry.min_open and entry.min < low <= entry.min + 1e-3)
+        if entry.max is not None:
+            assert high == entry.max
+    else:
+        assert len(low) == entry.min_len
+        assert len(high) > len(low)
+        numbers = [v for v in (*low, *high) if not isinstance(v, str)]
+        if entry.min is not None and numbers:
+            assert min(numbers) == entry.min
+        if entry.max is not None and numbers:
+            assert max(numbers) == entry.max
+    for value in _outside(entry):
+        with pytest.raises(ValueError, match=rf"^{name} must be {re.escape(entry.rule)}") as error:
+            check_parameters(number, **_with(number, name, value))
+        assert not isinstance(error.value, ArgumentTypeError), value
+
+
+def test_profile_dependent_and_unknown_values_are_refused_with_the_allowed_ones():
+    values = _with("07", "TRANSITION_SHOWN", (("symmetric", 0.4), ("asymmetric", 0.3)))
+    with pytest.raises(ValueError, match=r"the asymmetric rates of the profile are \(0\.2,\)"):
+        check_parameters("07", **{**values, "PROFILE": "smoke"})
+    check_parameters("07", **{**values, "PROFILE": "full"})  # 0.3 is one of full's rates
+    with pytest.raises(ValueError, match=r"TRANSITION_SHOWN must be .*1 pairs given"):
+        check_parameters("07", **_with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]]))
+    with pytest.raises(ValueError, match=r"^METHODS must be .*'CE\+FNPAL' is not one of \("):
+        check_parameters("00", **_with("00", "METHODS", ["CE", "CE+FNPAL"]))
+    with pytest.raises(ValueError, match=r"^PROFILE must be None or \"smoke\""):
+        check_parameters("02", **_with("02", "PROFILE", "tiny"))
+    with pytest.raises(ValueError, match=r"^K_MAJOR must be an integer in \[2, 10\], got 1$"):
+        check_parameters("02", **_with("02", "K_MAJOR", 1))
+
+
+def test_lists_are_taken_for_tuples_and_returned_as_tuples():
+    checked = check_parameters("03", **_with("03", "WEIGHT_DECAYS", [0.0, 1e-3]))
+    assert checked["WEIGHT_DECAYS"] == (0.0, 1e-3)
+    checked = check_parameters("07", **_with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]] * 2))
+    assert checked["TRANSITION_SHOWN"] == (("symmetric", 0.4), ("symmetric", 0.4))
+
+
+def test_unknown_and_missing_names_and_notebooks_are_errors():
+    with pytest.raises(ValueError, match=r"notebook 02 has no parameter \['K_MAJ'\]"):
+        check_parameters("02", **defaults("02"), K_MAJ=3)
+    values = defaults("08")
+    values.pop("UMAP_POINTS")
+    with pytest.raises(ValueError, match=r"\['UMAP_POINTS'\] were not passed"):
+        check_parameters("08_feature_geometry", **values)
+    with pytest.raises(ValueError, match=r"notebook must be one of"):
+        check_parameters("09", PROFILE=None)
+
+
+def test_a_wrong_type_is_reported_before_the_registry_is_imported():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom palviz.params import check_parameters\n"
+        "try:\n    check_parameters('00', PROFILE=None, IMBALANCE_RATIO=100, SEED=0,"
+        " METHODS=('CE',), EPOCHS='3', LR=None, WEIGHT_DECAY=None, BATCH_SIZE=None)\n"
+        "except TypeError as e:\n    print(e)\nprint('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split("\n")[:2] == [
+        "EPOCHS must be None or an integer >= 1, got '3'",
+        "False",
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# The notebooks, executed through papermill at smoke size
+# --------------------------------------------------------------------------------------
+
+
+def _for_papermill(value):
+    """Papermill writes lists (not tuples) as Python literals into the injected cell."""
+    if isinstance(value, tuple | list):
+        return [_for_papermill(v) for v in value]
+    return value
+
+
+def _parameters(number: str, case: str) -> dict:
+    schema = SCHEMAS[number]
+    if case == "low":
+        return {name: e.examples[0] for name, e in schema.items()}
+    if case == "high":
+        return {name: e.examples[-1] for name, e in schema.items()}
+    return {case: schema[case].wrong}
+
+
+RUN_CASES = [(number, case) for number in sorted(SCHEMAS) for case in ("low", "high")] + [
+    (number, name) for number, name in CASES
+]
+
+
+class _Runs:
+    """Every notebook run the session asks for, started together on a few threads."""
+
+    def __init__(self, folder: Path, workers: int):
+        self.folder = folder
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.futures: dict[tuple[str, str], Future] = {}
+        self.lock = threading.Lock()
+
+    def submit(self, key: tuple[str, str]) -> Future:
+        with self.lock:
+            if key not in self.futures:
+                self.futures[key] = self.pool.submit(self._execute, *key)
+            return self.futures[key]
+
+    def _execute(self, number: str, case: str):
+        out = self.folder / f"{number}_{case}.ipynb"
+        parameters = {k: _for_papermill(v) for k, v in _parameters(number, case).items()}
+        try:
+            papermill.execute_notebook(
+                str(PATHS[number]),
+                str(out),
+                parameters=parameters,
+                kernel_name="python3",
+                cwd=str(NOTEBOOKS),
+                progress_bar=False,
+                execution_timeout=900,
+            )
+        except papermill.PapermillExecutionError as error:
+            return out, error
+        return out, None
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("notebook-params")
+    env = {
+        "PALVIZ_PROFILE": "smoke",
+        "PALVIZ_RUNS": os.environ.get("PALVIZ_RUNS") or str(folder / "runs"),
+        "PALVIZ_FIGURES": str(folder / "figures"),
+        "PALVIZ_ROOT": str(ROOT),
+        "MPLBACKEND": "Agg",
+        # the kernels import this checkout's palviz, whatever copy is installed
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    saved = {k: os.environ.get(k) for k in [*env, "PALVIZ_TOY"]}
+    os.environ.update(env)
+    os.environ.pop("PALVIZ_TOY", None)
+    pool = _Runs(folder, int(os.environ.get("PALVIZ_TEST_WORKERS", "2")))
+    # start every run this session selected, in the order the tests ask for them
+    for item in request.session.items:
+        if item.module is request.module and "runs" in getattr(item, "fixturenames", ()):
+            params = item.callspec.params
+            pool.submit((params["number"], params["case"]))
+    yield pool
+    pool.pool.shutdown(wait=True, cancel_futures=True)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.mark.parametrize(
+    ("number", "case"), [pytest.param(n, c, id=f"{n}-{c}") for n, c in RUN_CASES]
+)
+def test_notebook_runs_at_the_edges_and_stops_early_on_a_wrong_type(number, case, runs):
+    out, error = runs.submit((number, case)).result()
+    if case in ("low", "high"):
+        assert error is None, f"{PATHS[number].name} with the {case} edges: {error}"
+        return
+    assert error is not None, f"{PATHS[number].name} ran to the end with a wrong {case}"
+    wrong = SCHEMAS[number][case].wrong
+    assert (error.ename, error.evalue) == (
+        "ArgumentTypeError",
+        f"{case} must be {SCHEMAS[number][case].rule}, got {wrong!r}",
+    )
+    # the cell that calls check_parameters, one further down for papermill's injected cell
+    assert error.cell_index == check_call(number)[0] + 1 <= 5  # the first cells, before any work
