@@ -1,9 +1,9 @@
 """What each notebook trains, declared once: :func:`experiment`.
 
-Notebooks 06 and 07 ask :func:`experiment` for their runs, passing their parameters cell
-(00, 02, 03 and 08 still build the same specs in a cell; a test compares the keys);
-``palviz plan``, ``palviz train`` and ``palviz sweep`` call it with the defaults
-(:func:`planned_specs`), so a plan names exactly the cache keys the notebooks will read.
+Every notebook that trains (00, 02, 03, 06, 07, 08) asks :func:`experiment` for its runs,
+passing its parameters cell; ``palviz plan``, ``palviz train`` and ``palviz sweep`` call it
+with the defaults (:func:`planned_specs`), so a plan names exactly the cache keys the notebooks
+will read.
 Nothing here needs a dataset or a GPU.
 
 The parameters every training notebook accepts (``None`` keeps the profile's value):
