@@ -323,7 +323,8 @@ def runs(request, tmp_path_factory):
     pool = _Runs(folder, int(os.environ.get("PALVIZ_TEST_WORKERS", "2")))
     # start every run this session selected, in the order the tests ask for them
     for item in request.session.items:
-        if item.module is request.module and "runs" in getattr(item, "fixturenames", ()):
+        mine = getattr(item, "module", None) is request.module  # nbmake's items have no module
+        if mine and "runs" in getattr(item, "fixturenames", ()):
             params = item.callspec.params
             pool.submit((params["number"], params["case"]))
     yield pool
