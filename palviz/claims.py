@@ -52,6 +52,7 @@ __all__ = [
     "noisy_claims",
     "paired_difference",
     "read_claims",
+    "read_claims_file",
     "verdict",
     "write_claims",
 ]
@@ -435,7 +436,13 @@ def claims_path(profile: str) -> Path:
 def read_claims(profile: str) -> pd.DataFrame:
     """The rows of ``claims.csv`` of ``profile`` (columns :data:`CLAIM_COLUMNS`; an empty
     frame when no notebook has written any)."""
-    path = claims_path(profile)
+    return read_claims_file(claims_path(profile))
+
+
+def read_claims_file(path: str | Path) -> pd.DataFrame:
+    """The rows of a ``claims.csv`` at ``path`` (columns :data:`CLAIM_COLUMNS`; an empty frame
+    when the file does not exist), e.g. a copy in ``docs/results/<profile>/``."""
+    path = Path(path)
     if not path.exists():
         return _typed(pd.DataFrame(columns=list(CLAIM_COLUMNS)))
     text_columns = ("profile", "notebook", "claim", "comparison", "metric", "verdict")
