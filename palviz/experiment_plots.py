@@ -67,26 +67,87 @@ def plot_per_class_accuracy(
         ax.set_title(title)
 
 
+#: The legend entry of the grey lines of :func:`plot_paired_runs`.
+PAIR_LINE_LABEL = "line: one seed's pair"
+
+
+def _seed_pairs(
+    method: object, runs_a: object, runs_b: object, names: tuple[str, str]
+) -> tuple[list, np.ndarray, np.ndarray]:
+    """``(seeds, values_a, values_b)`` of one entry of :func:`plot_paired_runs`, the two sides
+    paired by seed: two pandas Series by their index (``seeds`` is the index of ``runs_a``,
+    ``runs_b`` reordered to it), two sequences by position (``seeds`` is ``0, 1, ...``)."""
+    where = f"pairs[{method!r}]"
+    series = (isinstance(runs_a, pd.Series), isinstance(runs_b, pd.Series))
+    if any(series) and not all(series):
+        raise ValueError(
+            f"{where}: {names[0]!r} is {'a Series' if series[0] else 'a sequence'} and "
+            f"{names[1]!r} {'a Series' if series[1] else 'a sequence'}; give both as pandas "
+            "Series indexed by seed or both as sequences in the same seed order"
+        )
+    if all(series):
+        for name, side in zip(names, (runs_a, runs_b), strict=True):
+            if side.index.has_duplicates:
+                repeated = sorted(set(side.index[side.index.duplicated()]), key=str)
+                raise ValueError(f"{where}: {name!r} repeats the seeds {repeated}")
+        only_a = [s for s in runs_a.index if s not in runs_b.index]
+        only_b = [s for s in runs_b.index if s not in runs_a.index]
+        if only_a or only_b:
+            raise ValueError(
+                f"{where}: the two sides hold different seeds: only {names[0]!r} has "
+                f"{only_a}, only {names[1]!r} has {only_b}"
+            )
+        seeds = list(runs_a.index)
+        runs_b = runs_b.reindex(runs_a.index)
+    a = np.asarray(runs_a, dtype=float)
+    b = np.asarray(runs_b, dtype=float)
+    for name, values in zip(names, (a, b), strict=True):
+        if values.ndim != 1 or len(values) == 0:
+            raise ValueError(
+                f"{where}: {name!r} must be a non-empty 1-D sequence of values, one per seed, "
+                f"got shape {values.shape}"
+            )
+    if len(a) != len(b):
+        raise ValueError(
+            f"{where}: {names[0]!r} has {len(a)} seeds and {names[1]!r} {len(b)}; each seed "
+            "needs a value on both sides (sequences are paired by position)"
+        )
+    if not all(series):
+        seeds = list(range(len(a)))
+    return seeds, a, b
+
+
 def plot_paired_runs(
     ax: mpl.axes.Axes,
-    pairs: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    pairs: Mapping[str, tuple[Sequence[float] | pd.Series, Sequence[float] | pd.Series]],
     *,
     names: tuple[str, str] = ("without PAL", "with PAL"),
     ylabel: str,
     percent: bool = True,
     title: str | None = None,
 ) -> None:
-    """For each entry ``{method: (runs_a, runs_b)}``: the runs of variant a (open circles,
-    left) and variant b (filled, right) at the method's x position, a dot per run (seed) and a
-    horizontal tick at each mean, joined by a thin line from mean a to mean b."""
+    """Paired runs, per seed: for each entry ``{method: (runs_a, runs_b)}``, the runs of
+    variant a (the baseline, ``names[0]``; open circles, left) and variant b (``names[1]``;
+    filled, right) at the method's x position, a dot per run (seed), a thin grey line from
+    each seed's a dot to the same seed's b dot (legend: "line: one seed's pair"), and a
+    horizontal tick at each side's mean over seeds.
+
+    The seeds of a and b share their data, label noise and initialisation, so the slope of a
+    line is that seed's difference, the paired difference the statistics of the notebooks
+    rest on. ``runs_a`` and ``runs_b`` are both pandas Series indexed by seed (paired by the
+    index, in any order) or both sequences in the same seed order (paired by position);
+    ``ValueError`` (naming ``pairs[method]``) if the two sides hold different seeds or a
+    different number of values, or if only one side is a Series. ``percent`` multiplies the
+    values by 100."""
     factor = 100.0 if percent else 1.0
     x = np.arange(len(pairs))
-    for i, (a, b) in enumerate(pairs.values()):
-        a = factor * np.asarray(a, dtype=float)
-        b = factor * np.asarray(b, dtype=float)
-        ax.plot([i - 0.15, i + 0.15], [a.mean(), b.mean()], color="0.6", lw=0.8, zorder=1)
+    labelled = False
+    for i, (method, (runs_a, runs_b)) in enumerate(pairs.items()):
+        seeds, a, b = _seed_pairs(method, runs_a, runs_b, names)
+        a, b = factor * a, factor * b
+        xa, xb = i - 0.15, i + 0.15
         ax.scatter(
-            np.full(len(a), i - 0.15),
+            np.full(len(a), xa),
             a,
             s=22,
             facecolors="white",
@@ -95,14 +156,26 @@ def plot_paired_runs(
             zorder=2,
         )
         ax.scatter(
-            np.full(len(b), i + 0.15),
+            np.full(len(b), xb),
             b,
             s=22,
             color="C3",
             label=names[1] if i == 0 else None,
             zorder=2,
         )
-        for pos, v, c in ((i - 0.15, a, "C0"), (i + 0.15, b, "C3")):
+        # drawn after the dots (below them by zorder): the legend lists the two sides first
+        for seed, va, vb in zip(seeds, a, b, strict=True):
+            ax.plot(
+                [xa, xb],
+                [va, vb],
+                color="0.6",
+                lw=0.8,
+                zorder=1,
+                gid=f"seed pair {method}: {seed}",
+                label=None if labelled else PAIR_LINE_LABEL,
+            )
+            labelled = True
+        for pos, v, c in ((xa, a, "C0"), (xb, b, "C3")):
             ax.plot([pos - 0.1, pos + 0.1], [v.mean()] * 2, color=c, lw=1.5, zorder=3)
     ax.set_xticks(x, list(pairs), fontsize=8)
     ax.set_xlim(-0.6, len(pairs) - 0.4)
