@@ -6,8 +6,9 @@ difference (an epoch of 12,406 images is not an epoch of 4,000), steps do not, s
 comparison of a profile with a paper here is in steps: :func:`steps_per_epoch`,
 :func:`steps_per_run`, :data:`PAPER_STEPS` (derived from each paper's epochs, training-set
 size and batch size in :data:`PAPER_BUDGETS`, not typed in), and :func:`plot_budget`, which
-draws test accuracy (and the accuracy on the possibly noisy training labels) against the step
-count, with the profile's stop and the paper's budget marked.
+draws test accuracy (and the training accuracy on the possibly noisy labels, a running mean
+over each epoch) against the step count, with the profile's stop and the paper's budget
+marked.
 
 :func:`weight_decay_integral` is the other budget that changes with the schedule:
 ``sum_t lr_t * wd``, the exponent of the shrinkage weight decay alone would apply to the
@@ -284,13 +285,21 @@ def plot_budget(
     evaluation is the end of its epoch, ``(epoch + 1) * steps_per_epoch``; only steps every
     seed evaluated are drawn.
 
-    With ``show_train``, the accuracy on the training labels (the noisy labels in a noisy
-    run, ``train_acc`` of the history, measured during the epoch) is a dashed line of the
-    same colour. A dotted vertical line marks ``quick_steps``, where the profile stops. The
-    paper's budget ``paper_steps`` is a dash-dotted vertical line when it lies within the
-    axis (up to 1.25 times the longest run or ``quick_steps``, the axis then extended to it),
-    else a legend entry with an arrow, ``"paper: 19,400 steps"`` with its multiple
-    of ``quick_steps``. Returns ``ax``."""
+    With ``show_train``, the training accuracy (on the noisy labels in a noisy run), the mean
+    over seeds of ``train_acc`` of the history, is a dashed line of the same colour, labelled
+    ``"<label>: training accuracy (running mean over each epoch)"`` (``"<label>: training
+    accuracy on the noisy labels (running mean over each epoch)"`` in a noisy run), and the y
+    axis reads ``"accuracy (%)"`` over ``"(dashed: training, running mean over each epoch)"``
+    (``"test accuracy (%)"`` without ``show_train``). ``train_acc`` is accumulated over the
+    batches of the epoch while the weights change (in training mode, with any augmentation),
+    not the accuracy of the end-of-epoch model on the training set, so it is not the fit at
+    the end of training; while the fit improves, it trails it.
+
+    A dotted vertical line marks ``quick_steps``, where the profile stops. The paper's budget
+    ``paper_steps`` is a dash-dotted vertical line when it lies within the axis (up to 1.25
+    times the longest run or ``quick_steps``, the axis then extended to it), else a legend
+    entry with an arrow, ``"paper: 19,400 steps"`` with its multiple of ``quick_steps``.
+    Returns ``ax``."""
     if not isinstance(results_by_label, Mapping) or not results_by_label:
         raise invalid("results_by_label", results_by_label, "a non-empty dict label -> runs")
     band = check_choice("band", band, ("minmax", "sd"))
@@ -327,14 +336,14 @@ def plot_budget(
         if show_train:
             train = 100 * _curves(runs, "train_acc", label)
             noisy = any(getattr(r.spec, "noise_rate", 0) > 0 for r in runs)
-            which = "noisy training labels" if noisy else "training labels"
+            on = " on the noisy labels" if noisy else ""
             ax.plot(
                 train.index,
                 train.mean(axis=1).to_numpy(),
                 color=color,
                 lw=1.1,
                 ls="--",
-                label=f"{label}: accuracy on the {which} (mean)",
+                label=f"{label}: training accuracy{on} (running mean over each epoch)",
             )
             longest = max(longest, int(train.index.max()) if len(train) else 0)
     right = max(longest, quick_steps or 0)
@@ -366,7 +375,10 @@ def plot_budget(
             )
     ax.set_xlim(0, 1.03 * right if right else None)
     ax.set_xlabel("SGD steps (epochs x batches per epoch)")
-    ax.set_ylabel("accuracy (%)")
+    if show_train:
+        ax.set_ylabel("accuracy (%)\n(dashed: training, running mean over each epoch)")
+    else:
+        ax.set_ylabel("test accuracy (%)")
     ax.legend(loc="best")
     if title:
         ax.set_title(title)

@@ -264,6 +264,14 @@ class FitRecord:
             ``seconds`` (the training pass), and on evaluated epochs ``test_acc``,
             ``per_class_acc`` (a list; ``None`` for a class absent from the test split) and
             ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5).
+            ``train_loss`` and ``train_acc`` are running means over the epoch: each batch's
+            loss and correct predictions (on the training labels, noisy ones included, in
+            training mode and with any augmentation) are counted as the batch is trained on,
+            while the weights change from batch to batch, and divided by the number of
+            training samples. They are not the loss or accuracy of the end-of-epoch model on
+            the training set (no evaluation pass is spent on that), so the last epoch's
+            ``train_acc`` is not the fit at the end of training; while the fit improves, it
+            trails it. Plots label it "training accuracy (running mean over each epoch)".
         final: the last epoch's row (``test_acc``, ``per_class_acc``, ``train_loss``, ...).
         last_acc: test accuracy after the last epoch (``None`` without a test split).
         best_acc, best_epoch: the best test accuracy over the evaluated epochs and its epoch.
@@ -491,7 +499,9 @@ def _start_epoch(loop: _Loop, epoch: int) -> float:
 
 
 def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float, float]:
-    """One optimiser step per batch of ``epoch``; returns the mean training loss and accuracy."""
+    """One optimiser step per batch of ``epoch``; returns the training loss and accuracy as
+    running means over the epoch (each batch counted before its step, with the weights of that
+    moment), not those of the end-of-epoch model."""
     model, optimizer, scaler, config = loop.model, loop.optimizer, loop.scaler, loop.config
     model.train()
     loss_sum = torch.zeros((), device=loop.device)

@@ -209,12 +209,16 @@ def test_plot_budget_draws_means_bands_train_lines_and_both_budgets(runs):
     budget.plot_budget(ax, runs, quick_steps=32, paper_steps=19_400, title="budget")
     labels = _labels(ax)
     assert "CE: test (mean of 3 seeds, min-max band)" in labels
-    assert "CE+FNPAL: accuracy on the noisy training labels (mean)" in labels
+    assert (
+        "CE+FNPAL: training accuracy on the noisy labels (running mean over each epoch)" in labels
+    )
     assert "this profile stops: 32 steps" in labels
     mean_line = ax.get_lines()[labels.index("CE: test (mean of 3 seeds, min-max band)")]
     np.testing.assert_allclose(mean_line.get_xdata(), [8, 16, 24, 32])  # ceil(1000/128) = 8
     np.testing.assert_allclose(mean_line.get_ydata(), [20, 40, 50, 45])
-    train = ax.get_lines()[labels.index("CE: accuracy on the noisy training labels (mean)")]
+    train = ax.get_lines()[
+        labels.index("CE: training accuracy on the noisy labels (running mean over each epoch)")
+    ]
     assert train.get_linestyle() == "--" and train.get_color() == mean_line.get_color()
     assert len(ax.collections) == 2  # one band per label
     band = ax.collections[0].get_paths()[0].vertices
@@ -237,7 +241,7 @@ def test_plot_budget_draws_a_paper_budget_within_reach_as_a_line(runs):
     labels = _labels(ax)
     assert "paper: 36 steps" in labels and ax.get_xlim()[1] >= 36
     assert "CE: test (mean of 3 seeds, +-1 sd band)" in labels
-    assert not any("training labels" in label for label in labels)
+    assert not any("training accuracy" in label for label in labels)
     assert not ax.texts
     plt.close(fig)
 
@@ -247,7 +251,10 @@ def test_plot_budget_says_one_seed_and_draws_no_band():
     one = {"CE": [_noisy_result(test=TESTS["CE"][0], eta=0.0)]}
     budget.plot_budget(ax, one, quick_steps=None)
     labels = _labels(ax)
-    assert labels == ["CE: test (1 seed)", "CE: accuracy on the training labels (mean)"]
+    assert labels == [
+        "CE: test (1 seed)",
+        "CE: training accuracy (running mean over each epoch)",
+    ]
     assert not ax.collections
     plt.close(fig)
 
