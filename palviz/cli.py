@@ -9,6 +9,7 @@
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
+    palviz report [--profile quick] [--check]
 
 ``figures`` trains the runs the notebooks will ask for that the cache lacks (one pool, before
 any notebook starts), then executes the notebooks, started in order and two at a time on a
@@ -22,6 +23,12 @@ and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (s
 data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
 cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains every missing run
 of a plan through a local pool, submitit (Slurm) or Dask (see docs/cluster.md).
+
+A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
+seconds per notebook, the machine). ``report`` copies the profile's result files
+(``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
+rewrites the README's measured block of that profile from them (:mod:`palviz.report`);
+``report --check`` only compares.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from palviz.files import PROFILES, build_dir, cache_dir, figures_dir, project_root
+from palviz.files import PROFILES, build_dir, cache_dir, figures_dir, project_root, write_json
 
 #: Datasets the ``paper`` profile reads, by notebook.
 PAPER_DATASETS = {"06": ("cifar10", "cifar100"), "07": ("mnist", "cifar10", "cifar100")}
@@ -162,24 +169,80 @@ def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) 
     return {p.stem: times[p.stem] for p in selected if p.stem in times}
 
 
-def train_missing(selected: list[Path], profile: str) -> float:
+class TrainingTime(float):
+    """The seconds :func:`train_missing` took (a ``float``), with how many runs it
+    ``trained`` of the ``planned`` ones the notebooks ask for."""
+
+    trained: int
+    planned: int
+
+    def __new__(cls, seconds: float, trained: int, planned: int) -> TrainingTime:
+        value = super().__new__(cls, seconds)
+        value.trained, value.planned = trained, planned
+        return value
+
+
+def train_missing(selected: list[Path], profile: str) -> TrainingTime:
     """Train the runs that the ``selected`` notebooks will ask for (:func:`palviz.plan.plan`,
     with the notebooks' default parameters) and the cache lacks, in one pool
     (:func:`palviz.cluster.run_many`: two processes on a 2-core CPU, one per GPU), before
     any notebook starts; the notebooks then read the cache. Two notebooks that each trained
     their own runs side by side would put four training processes on two cores, which was
     measured slower than one after the other. Returns the seconds it took (0 if nothing was
-    missing)."""
+    missing) as a :class:`TrainingTime`, which also tells how many runs it trained of how
+    many planned."""
     from palviz.cluster import run_many
 
-    rows = [r for r in planned_runs(selected, profile) if not r["cached"]]
+    planned = planned_runs(selected, profile)
+    rows = [r for r in planned if not r["cached"]]
     if not rows:
-        return 0.0
+        return TrainingTime(0.0, 0, len(planned))
     asked = sorted({n for r in rows for n in r["notebooks"]})
     print(f"training {len(rows)} missing run(s) of notebooks {' '.join(asked)} first")
     start = time.perf_counter()
     run_many([r["spec"] for r in rows], desc=f"runs ({profile})")
-    return time.perf_counter() - start
+    return TrainingTime(time.perf_counter() - start, len(rows), len(planned))
+
+
+def device_name() -> str:
+    """The device the runs train on: the CUDA device's name, or ``"cpu"``."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
+def timings_record(
+    profile: str,
+    only: list[str] | None,
+    jobs: int,
+    training: float,
+    times: dict[str, float],
+    total: float,
+) -> dict:
+    """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
+    (:mod:`palviz.report` renders it into the README). ``training`` is what
+    :func:`train_missing` returned; its run counts are ``None`` when it is a plain number."""
+    import datetime
+
+    import torch
+
+    trained = getattr(training, "trained", None)
+    planned = getattr(training, "planned", None)
+    return {
+        "profile": profile,
+        "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cold": bool(trained) if trained is not None else float(training) > 0,
+        "runs_trained": trained,
+        "runs_planned": planned,
+        "training_seconds": round(float(training), 1),
+        "notebook_seconds": {name: round(float(s), 1) for name, s in times.items()},
+        "jobs": jobs,
+        "total_seconds": round(float(total), 1),
+        "cpu_count": os.cpu_count(),
+        "torch_version": torch.__version__,
+        "device": device_name(),
+        "only": sorted(n.zfill(2) for n in only) if only else None,
+    }
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
@@ -211,11 +274,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
         times = run_notebooks(selected, args.profile, out_dir, jobs)
     finally:
         index = write_index(out_dir, args.profile)
+    total = time.perf_counter() - total
     if training:
         print(f"{training:8.1f} s  training the missing runs")
     for name, seconds in times.items():
         print(f"{seconds:8.1f} s  {name}")
-    print(f"{time.perf_counter() - total:8.1f} s  total; figures in {figures_dir(args.profile)}")
+    print(f"{total:8.1f} s  total; figures in {figures_dir(args.profile)}")
+    record = timings_record(args.profile, args.only, jobs, training, times, total)
+    write_json(figures_dir(args.profile) / "timings.json", record)
     print(f"executed notebooks (.ipynb, .html) in {out_dir}")
     print(f"the course's front page: {index.as_uri()}")
     return 0
@@ -452,6 +518,46 @@ def cmd_gallery(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """Copy the profile's result files into docs/results/<profile>/ and rewrite its README
+    block from them (for ``quick`` also the gallery); ``--check``: only compare."""
+    from palviz import report
+
+    try:
+        if args.check:
+            diff = report.check_readme(args.profile)
+            if diff:
+                print(diff, end="")
+                print(
+                    f"README.md's measured block of {args.profile} differs from what "
+                    f"docs/results/{args.profile}/ gives; rewrite it with: "
+                    f"palviz report --profile {args.profile}",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"README.md's measured block of {args.profile} is up to date")
+            return 0
+        report.require_markers(args.profile)  # before anything is copied
+        copies = report.collect_results(args.profile)
+        source = figures_dir(args.profile)
+        if copies:
+            for path in copies:
+                print(f"{path.relative_to(project_root())}  (from {source})")
+        else:
+            print(
+                f"no result files in {source} (run `palviz figures --profile {args.profile}` "
+                f"first); writing the block from docs/results/{args.profile}/ as it is"
+            )
+        changed = report.write_readme(args.profile)
+    except report.ReportError as err:
+        print(f"palviz report: {err}", file=sys.stderr)
+        return 2
+    print(f"README.md: measured block of {args.profile} {'rewritten' if changed else 'unchanged'}")
+    if args.profile == "quick" and copies:
+        return cmd_gallery(args)
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     """Print the method tables of the loss registry, or write them into docs/reference.md."""
     from palviz import methods
@@ -522,6 +628,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
     p.add_argument("--profile", choices=PROFILES, default="quick")
     p.set_defaults(func=cmd_gallery)
+    p = sub.add_parser("report", help="write the README's measured results from result files")
+    p.add_argument("--profile", choices=PROFILES, default="quick")
+    p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
+    p.set_defaults(func=cmd_report)
     return parser
 
 
