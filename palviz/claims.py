@@ -37,14 +37,21 @@ from palviz.checks import check_range, invalid
 from palviz.files import atomic_write, figures_dir, resolve_profile
 
 __all__ = [
+    "family_verdict",
+    "READINGS",
+    "holm",
+    "sign_flip_p",
     "CLAIM_COLUMNS",
     "CONSISTENT",
     "CONTRADICTED",
     "INCONCLUSIVE",
     "NOT_RUN",
     "Claim",
+    "QUOTES",
+    "Quote",
     "PairedDifference",
     "claims_markdown",
+    "claims_summary",
     "claim_runs",
     "claims_path",
     "evaluate_claims",
@@ -62,20 +69,50 @@ CONTRADICTED = "contradicted"
 INCONCLUSIVE = "inconclusive at this size"
 NOT_RUN = "not run in this profile"
 
-#: The columns of :func:`evaluate_claims` and of ``claims.csv``, in order.
+#: The columns of :func:`evaluate_claims` and of ``claims.csv``, in order. A claim is a
+#: family of comparisons: one ``level == "family"`` row (its verdict under its ``reading``,
+#: with Holm's correction across its members) above one ``level == "member"`` row per
+#: comparison.
 CLAIM_COLUMNS = (
     "profile",
     "notebook",
+    "family",
+    "level",
+    "reading",
     "claim",
+    "source",
     "comparison",
     "metric",
+    "seeds",
     "n_seeds",
     "mean_diff",
     "ci_low",
     "ci_high",
+    "p_value",
+    "p_signflip",
+    "p_holm",
     "verdict",
     "steps_per_run",
     "paper_steps",
+)
+
+#: How a family of comparisons is read: ``"all"`` (the text says every setting: each member
+#: must be consistent after Holm's correction), ``"any"`` (at least one), ``"single"`` (one
+#: comparison).
+READINGS = ("all", "any", "single")
+
+_TEXT_COLUMNS = (
+    "profile",
+    "notebook",
+    "family",
+    "level",
+    "reading",
+    "claim",
+    "source",
+    "comparison",
+    "metric",
+    "seeds",
+    "verdict",
 )
 
 #: Metrics of :func:`palviz.tables.results_frame` that are accuracies (fractions), reported
@@ -92,8 +129,10 @@ _NOTEBOOK = re.compile(r"^\d\d$")
 class PairedDifference:
     """Per-seed differences ``method - baseline`` summarised: ``n`` pairs, their ``mean`` and
     sample standard deviation ``sd`` (``ddof=1``), and the ``confidence`` interval
-    ``[ci_low, ci_high]`` by ``method`` ("t": Student's t with n - 1 degrees of freedom).
-    With one pair ``sd`` and the interval are NaN and ``note`` says why."""
+    ``[ci_low, ci_high]`` by ``method`` ("t": Student's t with n - 1 degrees of freedom),
+    the two-sided paired t-test's ``p_value`` for "mean difference 0" and the exact
+    sign-flip permutation ``p_signflip`` (:func:`sign_flip_p`). With one pair ``sd``, the
+    interval and the p-values are NaN and ``note`` says why."""
 
     n: int
     mean: float
@@ -103,6 +142,8 @@ class PairedDifference:
     method: str = "t"
     confidence: float = 0.95
     note: str = ""
+    p_value: float = float("nan")
+    p_signflip: float = float("nan")
 
 
 def _as_series(name: str, values: Any) -> pd.Series:
@@ -172,7 +213,48 @@ def paired_difference(
         return PairedDifference(n, mean, nan, nan, nan, "t", confidence, note)
     sd = float(diff.std(ddof=1))
     half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
-    return PairedDifference(n, mean, sd, mean - half, mean + half, "t", confidence)
+    if sd > 0:
+        p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
+    else:  # every pair differs by the same amount: no doubt about the sign unless it is 0
+        p = 1.0 if mean == 0 else 0.0
+    return PairedDifference(
+        n, mean, sd, mean - half, mean + half, "t", confidence, "", p, sign_flip_p(diff)
+    )
+
+
+def sign_flip_p(differences: Sequence[float]) -> float:
+    """The exact two-sided sign-flip permutation p-value of paired ``differences``: under
+    "no difference" each pair's sign is a fair coin, so the p-value is the share of the
+    ``2**n`` sign patterns whose mean is at least as far from 0 as the observed one. It
+    assumes no distribution, but it is coarse: with n pairs it is never below
+    ``2 / 2**n`` (1/16 for 5 seeds, 1/4 for 3), so it cannot fall below 0.05 with fewer than
+    6 pairs. NaN for fewer than 2 pairs; up to 16 pairs (65,536 patterns)."""
+    d = np.asarray(differences, dtype=float)
+    n = len(d)
+    if n < 2:
+        return float("nan")
+    if n > 16:
+        raise invalid("differences", f"{n} values", "at most 16 pairs (2**n sign patterns)")
+    signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+    means = np.abs(signs @ d) / n
+    return float(np.mean(means >= abs(d.mean()) * (1 - 1e-12)))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values`` (NaN entries, comparisons that could not
+    be tested, are left NaN and not counted): with the m tested p-values sorted,
+    ``p_(1) <= ... <= p_(m)``, the adjusted ``p_(i)`` is ``max_{j <= i} min(1, (m - j + 1)
+    p_(j))``. Rejecting where the adjusted value is below alpha keeps the chance of any false
+    verdict in the family at most alpha, whatever the dependence between the comparisons."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    m = len(tested)
+    running = 0.0
+    for rank, i in enumerate(tested[np.argsort(p[tested], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()
 
 
 def _direction(value: Any, name: str = "direction") -> int:
@@ -220,7 +302,13 @@ class Claim:
       tolerance of 1e-9);
     - ``metric``: the frame column compared (``"last_acc"``: test accuracy after the last
       epoch);
-    - ``direction``: +1 if the paper says the method is higher, -1 if lower.
+    - ``direction``: +1 if the paper says the method is higher, -1 if lower;
+    - ``family``: the short name of the claim this comparison belongs to (default: the
+      ``claim`` text); the comparisons of one family are read together;
+    - ``reading``: how the family is read, one of :data:`READINGS` (``"all"``: the text
+      says every setting; ``"any"``; ``"single"``: one comparison);
+    - ``seeds``: the seeds read (``None``: every seed both methods ran), e.g. a
+      replication on seeds another profile never used.
     """
 
     notebook: str
@@ -231,6 +319,9 @@ class Claim:
     where: Mapping[str, Any] = field(default_factory=dict)
     metric: str = "last_acc"
     direction: int = +1
+    family: str = ""
+    reading: str = "single"
+    seeds: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.notebook, str) or not _NOTEBOOK.match(self.notebook):
@@ -243,6 +334,18 @@ class Claim:
             raise invalid("where", self.where, "a dict of frame column -> value")
         object.__setattr__(self, "where", dict(self.where))
         object.__setattr__(self, "direction", _direction(self.direction))
+        if not isinstance(self.family, str):
+            raise invalid("family", self.family, "a string (empty: the claim's text)")
+        object.__setattr__(self, "family", self.family.strip() or self.claim)
+        if self.reading not in READINGS:
+            raise invalid("reading", self.reading, f"one of {READINGS}")
+        if self.seeds is not None:
+            seeds = self.seeds
+            ok = isinstance(seeds, tuple | list) and len(seeds) > 0
+            ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds)
+            if not ok or len(set(seeds)) != len(seeds):
+                raise invalid("seeds", seeds, "None or a non-empty tuple of distinct integers")
+            object.__setattr__(self, "seeds", tuple(seeds))
 
     def setting(self) -> str:
         """``where`` as text: ``"noise_kind = symmetric, noise_rate = 0.4"``."""
@@ -277,6 +380,8 @@ def _select(frame: pd.DataFrame, claim: Claim, label: str) -> pd.DataFrame:
 
 
 def _by_seed(runs: pd.DataFrame, claim: Claim, label: str, metric: str) -> pd.Series:
+    if claim.seeds is not None:
+        runs = runs[runs["seed"].isin(claim.seeds)]
     seeds = runs["seed"]
     if seeds.duplicated().any():
         twice = sorted(seeds[seeds.duplicated()].unique().tolist())
@@ -331,26 +436,34 @@ def evaluate_claims(
     paper_steps: int | None | Callable[[Mapping[str, Any]], int | None],
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """One row per claim, columns :data:`CLAIM_COLUMNS`:
+    """The claims read against ``frame``, columns :data:`CLAIM_COLUMNS`: per family (the
+    claims with the same ``notebook`` and ``family``, in the order given), one
+    ``level="family"`` row with the family's verdict (:func:`family_verdict`) above one
+    ``level="member"`` row per comparison.
 
-    ``profile``; ``notebook``, ``claim`` (the paper's words); ``comparison``
-    (``"<method> - <baseline> (<setting>)"``); ``metric``; ``n_seeds`` (seeds run by both
-    methods in the setting, the pairs); ``mean_diff``, ``ci_low``, ``ci_high`` (the mean
-    per-seed difference and its ``confidence`` Student-t interval, :func:`paired_difference`;
-    accuracies in percentage points, other metrics in their own unit); ``verdict``
-    (:func:`verdict`); ``steps_per_run`` (the SGD steps of the runs compared, from the frame's
-    ``steps`` column; if the runs of a comparison differ, the largest); ``paper_steps`` (the
-    paper's budget for the setting: ``paper_steps`` itself, or, if it is a function such as
-    :func:`palviz.budget.paper_steps_for`, its value for the claim's ``where``).
+    A member row: ``comparison`` (``"<method> - <baseline> (<setting>)"``), ``metric``,
+    ``seeds`` and ``n_seeds`` (the seeds both methods ran in the setting, the pairs);
+    ``mean_diff``, ``ci_low``, ``ci_high`` (the mean per-seed difference and its
+    ``confidence`` Student-t interval, :func:`paired_difference`; accuracies in percentage
+    points, other metrics in their own unit); ``p_value`` (two-sided paired t),
+    ``p_signflip`` (exact sign-flip permutation, :func:`sign_flip_p`), ``p_holm`` (``p_value``
+    adjusted by :func:`holm` across the family's members); ``verdict`` (:func:`verdict` of
+    the unadjusted interval: the comparison on its own); ``steps_per_run`` (the SGD steps of
+    the runs compared, the largest if they differ); ``paper_steps`` (``paper_steps`` itself,
+    or its value for the claim's ``where``, e.g. :func:`palviz.budget.paper_steps_for`).
+
+    A family row: the claim's words, source and ``reading``; ``comparison`` says how many
+    comparisons it reads; ``n_seeds`` is the fewest pairs of any member; ``p_holm`` is the
+    adjusted p that decides it (the largest of the members for ``all``, the smallest for
+    ``any``); the interval columns are empty.
 
     ``frame`` is :func:`palviz.tables.results_frame` of the runs. Runs pair by seed; a seed
-    that only one of the two methods ran (or whose metric is NaN, e.g. an empty shot group)
-    is left out. A claim with no pair (either method not
-    run in the setting) gives ``n_seeds`` 0, NaN numbers and the verdict
-    :data:`NOT_RUN` (``"not run in this profile"``); a claim with one pair gives a NaN
-    interval and is inconclusive.
+    that only one of the two methods ran (or whose metric is NaN) is left out. A comparison
+    with no pair gives ``n_seeds`` 0 and :data:`NOT_RUN`; one pair gives no interval and no
+    p-value (inconclusive).
     """
     profile = resolve_profile(profile)
+    confidence = check_range("confidence", confidence, 0.0, 1.0, low_open=True, high_open=True)
     if not callable(paper_steps):
         _check_paper_steps(paper_steps)  # before any work
     if not isinstance(frame, pd.DataFrame):
@@ -358,53 +471,199 @@ def evaluate_claims(
     missing = [c for c in ("label", "seed") if c not in frame]
     if missing and len(frame):
         raise invalid("frame", list(frame.columns), f"a results_frame (no {missing} column)")
-    rows = []
+    families: dict[tuple[str, str], list[dict]] = {}
     for claim in claims:
         if not isinstance(claim, Claim):
             raise invalid("claims", claim, "Claim objects")
         if len(frame) and claim.metric not in frame:
             raise invalid(f"metric of claim {claim.claim!r}", claim.metric, "a frame column")
-        steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
-        steps = _check_paper_steps(steps)
-        row = {
-            "profile": profile,
-            "notebook": claim.notebook,
-            "claim": claim.claim,
-            "comparison": claim.comparison(),
-            "metric": claim.metric,
-            "n_seeds": 0,
-            "mean_diff": float("nan"),
-            "ci_low": float("nan"),
-            "ci_high": float("nan"),
-            "verdict": NOT_RUN,
-            "steps_per_run": pd.NA,
-            "paper_steps": pd.NA if steps is None else steps,
-        }
-        if len(frame):
-            base_runs = _select(frame, claim, claim.baseline)
-            method_runs = _select(frame, claim, claim.method)
-            a = _by_seed(base_runs, claim, claim.baseline, claim.metric)
-            b = _by_seed(method_runs, claim, claim.method, claim.metric)
-            common = [s for s in a.index if s in set(b.index)]
-            if common:
-                factor = 100.0 if _is_accuracy(claim.metric) else 1.0
-                d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
-                paired = pd.concat(
-                    [
-                        base_runs[base_runs["seed"].isin(common)],
-                        method_runs[method_runs["seed"].isin(common)],
-                    ]
-                )
-                row.update(
-                    n_seeds=d.n,
-                    mean_diff=d.mean,
-                    ci_low=d.ci_low,
-                    ci_high=d.ci_high,
-                    verdict=verdict(d.ci_low, d.ci_high, claim.direction),
-                    steps_per_run=_steps(paired),
-                )
-        rows.append(row)
+        members = families.setdefault((claim.notebook, claim.family), [])
+        if members and (members[0]["claim"], members[0]["reading"]) != (
+            claim.claim,
+            claim.reading,
+        ):
+            raise invalid(
+                f"claims of family {claim.family!r}",
+                (claim.claim, claim.reading),
+                f"the same claim text and reading as its first member "
+                f"({members[0]['claim']!r}, {members[0]['reading']!r})",
+            )
+        members.append(_member_row(frame, claim, profile, paper_steps, confidence))
+    rows = []
+    for members in families.values():
+        if members[0]["reading"] == "single" and len(members) > 1:
+            raise invalid(
+                f"reading of family {members[0]['family']!r}",
+                "single",
+                f"'all' or 'any' for {len(members)} comparisons",
+            )
+        for member, adjusted in zip(members, holm([m["p_value"] for m in members]), strict=True):
+            member["p_holm"] = adjusted
+        rows.append(_family_row(members, 1 - confidence))
+        rows.extend(members)
     return _typed(pd.DataFrame(rows, columns=list(CLAIM_COLUMNS)))
+
+
+def _seeds_text(seeds: Iterable[Any]) -> str:
+    """``[0, 1, 2, 3, 4]`` as ``"0-4"``, ``[0, 2, 5, 6]`` as ``"0, 2, 5-6"``; ``""`` if none."""
+    values = sorted({int(x) for x in seeds})
+    parts, i = [], 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(f"{values[i]}" if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def _member_row(
+    frame: pd.DataFrame, claim: Claim, profile: str, paper_steps: Any, confidence: float
+) -> dict:
+    steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
+    steps = _check_paper_steps(steps)
+    nan = float("nan")
+    row = {
+        "profile": profile,
+        "notebook": claim.notebook,
+        "family": claim.family,
+        "level": "member",
+        "reading": claim.reading,
+        "claim": claim.claim,
+        "source": claim.source,
+        "comparison": claim.comparison(),
+        "metric": claim.metric,
+        "seeds": "",
+        "n_seeds": 0,
+        "mean_diff": nan,
+        "ci_low": nan,
+        "ci_high": nan,
+        "p_value": nan,
+        "p_signflip": nan,
+        "p_holm": nan,
+        "verdict": NOT_RUN,
+        "steps_per_run": pd.NA,
+        "paper_steps": pd.NA if steps is None else steps,
+        "_direction": claim.direction,
+    }
+    if not len(frame):
+        return row
+    base_runs = _select(frame, claim, claim.baseline)
+    method_runs = _select(frame, claim, claim.method)
+    a = _by_seed(base_runs, claim, claim.baseline, claim.metric)
+    b = _by_seed(method_runs, claim, claim.method, claim.metric)
+    common = [s for s in a.index if s in set(b.index)]
+    if not common:
+        return row
+    factor = 100.0 if _is_accuracy(claim.metric) else 1.0
+    d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
+    paired = pd.concat(
+        [base_runs[base_runs["seed"].isin(common)], method_runs[method_runs["seed"].isin(common)]]
+    )
+    row.update(
+        seeds=_seeds_text(common),
+        n_seeds=d.n,
+        mean_diff=d.mean,
+        ci_low=d.ci_low,
+        ci_high=d.ci_high,
+        p_value=d.p_value,
+        p_signflip=d.p_signflip,
+        verdict=verdict(d.ci_low, d.ci_high, claim.direction),
+        steps_per_run=_steps(paired),
+    )
+    return row
+
+
+def family_verdict(
+    reading: str,
+    means: Sequence[float],
+    p_holm: Sequence[float],
+    directions: Sequence[int],
+    alpha: float = 0.05,
+    run: Sequence[bool] | None = None,
+) -> str:
+    """The verdict on a family of comparisons from its members' mean differences, their
+    Holm-adjusted p-values and the claimed ``directions``. A member *supports* the claim when
+    its adjusted p is below ``alpha`` and its mean lies on the claimed side, *opposes* it when
+    below ``alpha`` on the other side.
+
+    - ``"all"`` (and ``"single"``): :data:`CONSISTENT` when every member supports the claim,
+      :data:`CONTRADICTED` when any member opposes it (one setting where the method is
+      measurably worse refutes "in all cases"), else :data:`INCONCLUSIVE`;
+    - ``"any"``: consistent when some member supports it, contradicted when every member
+      opposes it, else inconclusive;
+    - :data:`NOT_RUN` when no member was run (``run``: which members have runs; default: those
+      with a finite mean).
+    """
+    if reading not in READINGS:
+        raise invalid("reading", reading, f"one of {READINGS}")
+    means, p_holm = np.asarray(means, dtype=float), np.asarray(p_holm, dtype=float)
+    dirs = np.asarray([_direction(x) for x in directions])
+    if not (len(means) == len(p_holm) == len(dirs)) or len(means) == 0:
+        raise invalid("means", list(means), "one value per member, as many as p_holm, >= 1")
+    ran = ~np.isnan(means) if run is None else np.asarray(run, dtype=bool)
+    if not ran.any():
+        return NOT_RUN
+    significant = ~np.isnan(p_holm) & (p_holm < alpha)
+    supports = significant & (np.sign(means) == dirs)
+    opposes = significant & (np.sign(means) == -dirs)
+    if reading == "any":
+        if supports.any():
+            return CONSISTENT
+        return CONTRADICTED if opposes.all() else INCONCLUSIVE
+    if opposes.any():
+        return CONTRADICTED
+    return CONSISTENT if supports.all() else INCONCLUSIVE
+
+
+def _family_row(members: list[dict], alpha: float) -> dict:
+    first = members[0]
+    reading = first["reading"]
+    ran = [m["n_seeds"] > 0 for m in members]
+    adjusted = [m["p_holm"] for m in members]
+    decided = [p for p in adjusted if not math.isnan(p)]
+    deciding = float("nan")
+    if decided:
+        deciding = min(decided) if reading == "any" else max(decided)
+    what = {"all": "all of", "any": "any of", "single": ""}[reading]
+    n = len(members)
+    comparison = first["comparison"] if reading == "single" else f"{what} the {n} comparisons below"
+    steps = [m["steps_per_run"] for m in members if not pd.isna(m["steps_per_run"])]
+    papers = [m["paper_steps"] for m in members if not pd.isna(m["paper_steps"])]
+    seeds = sorted({x for m in members for x in _parse_seeds(m["seeds"])})
+    verdict_ = family_verdict(
+        reading,
+        [m["mean_diff"] for m in members],
+        adjusted,
+        [m.pop("_direction") for m in members],
+        alpha,
+        run=ran,
+    )
+    return {
+        **{c: first[c] for c in ("profile", "notebook", "family", "reading", "claim", "source")},
+        "level": "family",
+        "comparison": comparison,
+        "metric": first["metric"],
+        "seeds": _seeds_text(seeds),
+        "n_seeds": min(m["n_seeds"] for m in members),
+        "mean_diff": float("nan"),
+        "ci_low": float("nan"),
+        "ci_high": float("nan"),
+        "p_value": float("nan"),
+        "p_signflip": float("nan"),
+        "p_holm": deciding,
+        "verdict": verdict_,
+        "steps_per_run": max(steps) if steps else pd.NA,
+        "paper_steps": max(papers) if papers else pd.NA,
+    }
+
+
+def _parse_seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 def _is_accuracy(metric: str) -> bool:
@@ -415,10 +674,10 @@ def _typed(df: pd.DataFrame) -> pd.DataFrame:
     """The column types of a claims frame: text, ``int`` seeds, float numbers, nullable
     integer steps."""
     df = df.copy()
-    for column in ("profile", "notebook", "claim", "comparison", "metric", "verdict"):
-        df[column] = df[column].astype(object)
+    for column in _TEXT_COLUMNS:
+        df[column] = df[column].fillna("").astype(str).astype(object)
     df["n_seeds"] = df["n_seeds"].astype(int)
-    for column in ("mean_diff", "ci_low", "ci_high"):
+    for column in ("mean_diff", "ci_low", "ci_high", "p_value", "p_signflip", "p_holm"):
         df[column] = df[column].astype(float)
     for column in ("steps_per_run", "paper_steps"):
         df[column] = pd.to_numeric(df[column], errors="coerce").astype("Int64")
@@ -445,7 +704,7 @@ def read_claims_file(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         return _typed(pd.DataFrame(columns=list(CLAIM_COLUMNS)))
-    text_columns = ("profile", "notebook", "claim", "comparison", "metric", "verdict")
+    text_columns = _TEXT_COLUMNS
     df = pd.read_csv(
         path,
         dtype={c: str for c in text_columns},
@@ -462,10 +721,10 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
     ``figures_dir(profile) / "claims.csv"`` and return its path.
 
     The rows already there for the same ``(profile, notebook)`` pairs as ``rows`` are
-    replaced, all others kept; the file is sorted by notebook, then claim (stably), and
-    written atomically (:func:`palviz.files.atomic_write`): a reader sees the old file or
-    the new one, never half of one. The merge holds a file lock (``.claims.csv.lock`` beside
-    it), so two notebooks writing at once both keep their rows.
+    replaced, all others kept; the file is sorted by notebook (stably: a family row stays
+    above its members), and written atomically (:func:`palviz.files.atomic_write`): a
+    reader sees the old file or the new one, never half of one. The merge holds a file lock
+    (``.claims.csv.lock`` beside it), so two notebooks writing at once both keep their rows.
 
     Raises:
         ValueError: ``rows`` without the columns :data:`CLAIM_COLUMNS`, or with rows of
@@ -497,7 +756,7 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
         pairs = zip(old["profile"], old["notebook"], strict=True)
         keep = [(p, nb) not in replaced for p, nb in pairs]
         merged = pd.concat([old[keep], new], ignore_index=True) if len(old) else new
-        merged = _typed(merged).sort_values(["notebook", "claim"], kind="stable")
+        merged = _typed(merged).sort_values(["notebook"], kind="stable")
         with atomic_write(path, "w") as handle:
             merged.to_csv(handle, index=False)
     return path
@@ -522,97 +781,288 @@ def _steps_text(value: Any) -> str:
     return "-" if pd.isna(value) else f"{int(value):,}"
 
 
+def _p_text(value: Any) -> str:
+    if pd.isna(value):
+        return "-"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def claims_markdown(df: pd.DataFrame) -> str:
-    """``df`` (:func:`evaluate_claims` or :func:`read_claims`) as a markdown table: notebook,
-    the claim (quoted), the comparison and metric, the seeds, the mean difference with its
-    interval to one decimal (``"+2.3 [-0.4, +5.0]"``; percentage points for accuracies), the
-    verdict, and the steps per run beside the paper's."""
+    """``df`` (:func:`evaluate_claims` or :func:`read_claims`) as a markdown table, family by
+    family: a family row in bold (notebook, the claim quoted with its source, how it is
+    read, the Holm-adjusted p that decides it, its verdict), then one row per comparison
+    (the seeds, the mean difference with its interval to one decimal, ``"+2.3 [-0.4, +5.0]"``,
+    percentage points for accuracies; the paired-t p, the sign-flip p, the Holm-adjusted p,
+    the comparison's own verdict; the steps per run beside the paper's)."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
-    table = pd.DataFrame(
-        {
-            "notebook": df["notebook"].astype(str),
-            "claim": ['"' + str(c).strip('"').replace("|", "\\|") + '"' for c in df["claim"]],
-            "comparison": df["comparison"].astype(str).str.replace("|", "\\|", regex=False),
-            "metric": df["metric"].astype(str),
-            "seeds": df["n_seeds"].astype(int),
-            "mean difference [CI]": [_difference_text(r) for _, r in df.iterrows()],
-            "verdict": df["verdict"].astype(str),
-            "steps per run": [_steps_text(v) for v in df["steps_per_run"]],
-            "paper's steps": [_steps_text(v) for v in df["paper_steps"]],
+    rows = []
+    for _, r in df.iterrows():
+        family = r["level"] == "family"
+        quote = '"' + str(r["claim"]).strip('"') + '"'
+        reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
+        cells = {
+            "nb": str(r["notebook"]) if family else "",
+            "claim": f"**{quote}** ({r['source']})" if family else "",
+            "comparison": (reading[str(r["reading"])] if family else str(r["comparison"])),
+            "seeds": str(r["seeds"]) if not family else "",
+            "mean difference [CI]": "" if family else _difference_text(r),
+            "p (t)": "" if family else _p_text(r["p_value"]),
+            "p (sign-flip)": "" if family else _p_text(r["p_signflip"]),
+            "p (Holm)": f"**{_p_text(r['p_holm'])}**" if family else _p_text(r["p_holm"]),
+            "verdict": f"**{r['verdict']}**" if family else str(r["verdict"]),
+            "steps per run": "" if family else _steps_text(r["steps_per_run"]),
+            "paper's steps": "" if family else _steps_text(r["paper_steps"]),
         }
-    )
-    numbers_right = ("seeds", "mean difference [CI]", "steps per run", "paper's steps")
+        rows.append({k: v.replace("|", "\\|") for k, v in cells.items()})
+    columns = list(rows[0]) if rows else ["nb", "claim", "comparison", "verdict"]
+    table = pd.DataFrame(rows, columns=columns)
+    numbers_right = {"seeds", "mean difference [CI]", "steps per run", "paper's steps"}
+    numbers_right |= {"p (t)", "p (sign-flip)", "p (Holm)"}
     align = ["right" if c in numbers_right else "left" for c in table.columns]
-    return (
-        table.to_markdown(index=False, floatfmt=".1f", disable_numparse=True, colalign=align) + "\n"
-    )
+    return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
+
+
+def claims_summary(df: pd.DataFrame) -> str:
+    """One sentence counting the family verdicts of ``df``, e.g. ``"4 claims: 1 consistent,
+    0 contradicted, 2 inconclusive at this size, 1 not run in this profile (12
+    comparisons)."``"""
+    if list(df.columns) != list(CLAIM_COLUMNS):
+        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    families = df[df["level"] == "family"]
+    counts = [f"{(families['verdict'] == v).sum()} {v}" for v in (CONSISTENT, CONTRADICTED)]
+    counts += [f"{(families['verdict'] == v).sum()} {v}" for v in (INCONCLUSIVE, NOT_RUN)]
+    members = int((df["level"] == "member").sum())
+    return f"{len(families)} claims: {', '.join(counts)} ({members} comparisons)."
 
 
 # ----------------------------------------------------------------- the claims the notebooks read
 
-_PAL_LT = (
-    "PAL can significantly boost the performance of the existing long-tailed classification methods"
-)
-_ELM_LT = "ELM loss with DRW was the highest accuracy in comparison with conventional approaches"
-_ORIENT = "(palviz experiment, not a paper claim) the {o} orientation of PAL's simplex"
-_CE_FNPAL = "CE+FNPAL performs much better than the original CE in all noisy cases"
-_APL_FNPAL = (
-    "we also add FNPAL to APLs (NCE+RCE and NFL+RCE), which surprisingly brings obvious "
-    "positive gains"
-)
-_FNPN = "Under the same s, CE+FNPAL always shows better performance than CE+FNPN"
+
+@dataclass(frozen=True)
+class Quote:
+    """A sentence of a paper, verbatim (a typo kept and marked ``[sic]``), and where it stands.
+    ``docs/reference.md`` ("Quoted sentences") holds the paper's passage around it; a test
+    checks that each quote is in it word for word."""
+
+    paper: str
+    location: str
+    text: str
 
 
-def long_tailed_claims(setup: Mapping[str, Any]) -> list[Claim]:
-    """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``: PAL on
-    each method the profile trains with PAL, ``pal_methods`` (PAL paper, Sec. 3 and 5.1),
-    ELM-DRW against LDAM-DRW (ELM paper, Sec. IV, Table 1), and the prototype orientations
-    against the default random one, on every dataset and imbalance ratio of the profile."""
+#: The sentences the claims quote, by key.
+QUOTES: dict[str, Quote] = {
+    "pal_lt": Quote(
+        "PAL",
+        "Sec. 4 (after Thm. 4.1), on the experiments of Sec. 5.1 (Tables 1-2)",
+        "PAL can significantly boost the performance of the existing long-tailed "
+        "classification methods",
+    ),
+    "elm_lt": Quote(
+        "ELM",
+        "Sec. IV, on Table 1 (imbalanced CIFAR)",
+        "ELM loss with DRW was the highest accuracy in all ratios",
+    ),
+    "ce_fnpal": Quote(
+        "PAL",
+        "Sec. 5.2, Results (Tables 3-4)",
+        "CE+FNPAL performs much better than the original CE in all noisy cases",
+    ),
+    "apl_fnpal": Quote(
+        "PAL",
+        "Sec. 5.2, Results (Tables 3-4)",
+        "we also add FNPAL to APLs (NCE+RCE and NFL+RCE), which surprisingly brings obvious "
+        "positive gains",
+    ),
+    "fnpn": Quote(
+        "PAL",
+        "Sec. 5.2 (Fig. 5a: CIFAR-10, symmetric 0.6)",
+        "Under the same $s$, CE+FNPAL always shows better performance than CE+FNPN",
+    ),
+}
+
+_ORIENT = "(palviz question, not a paper claim) does the {o} orientation of PAL's simplex help?"
+
+
+def _source(key: str) -> str:
+    q = QUOTES[key]
+    return f"{q.paper}, {q.location}"
+
+
+def _replication(setup: Mapping[str, Any]) -> tuple[tuple[int, ...], str] | None:
+    rep = setup.get("replication")
+    return None if not rep else (tuple(rep["seeds"]), rep["of"])
+
+
+def long_tailed_claims(
+    setup: Mapping[str, Any], *, seeds: tuple[int, ...] | None = None, tag: str = ""
+) -> list[Claim]:
+    """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``, as
+    families (:class:`Claim` ``family``):
+
+    - "PAL boosts long-tailed methods" (:data:`QUOTES` ``pal_lt``, read as ``all``):
+      ``M+PAL - M`` for every method M the profile trains with and without PAL, at every
+      dataset and ratio;
+    - "ELM-DRW highest" (``elm_lt``, ``all``): ``ELM-DRW - M`` for every other method the
+      profile trains without PAL, at every ratio;
+    - per prototype orientation, a palviz question (``single``): ``CE+PAL (o) - CE+PAL``.
+
+    ``seeds`` restricts every comparison to those seeds and ``tag`` is appended to the family
+    names. A setup with ``replication`` (``full``: ``{"seeds": (5, ..., 9), "of": "quick"}``)
+    also gets the families of that profile's setup read on the fresh seeds, tagged
+    ``"(replication, seeds 5-9)"``."""
+    settings = [(d, r) for d in setup["datasets"] for r in setup["ratios"]]
+    methods = tuple(setup["methods"])
+    pal = [m for m in setup.get("pal_methods", methods) if m in methods]
+    suffix = f" {tag}" if tag else ""
+    common = {"seeds": seeds}
     claims = []
-    for dataset, rho in [(d, r) for d in setup["datasets"] for r in setup["ratios"]]:
+    for dataset, rho in settings:
         where = {"dataset": dataset, "imbalance_ratio": rho}
-        for method in setup.get("pal_methods", setup["methods"]):
+        for m in pal:
             claims.append(
                 Claim(
                     "06",
-                    _PAL_LT,
-                    "PAL, Sec. 3 and 5.1 (Tables 1-2)",
-                    method,
-                    method + "+PAL",
+                    QUOTES["pal_lt"].text,
+                    _source("pal_lt"),
+                    m,
+                    m + "+PAL",
                     where,
+                    family="PAL boosts long-tailed methods" + suffix,
+                    reading="all",
+                    **common,
                 )
             )
-        if {"ELM-DRW", "LDAM-DRW"} <= set(setup["methods"]):
-            claims.append(
-                Claim("06", _ELM_LT, "ELM, Sec. IV (Table 1)", "LDAM-DRW", "ELM-DRW", where)
-            )
+    if "ELM-DRW" in methods:
+        for dataset, rho in settings:
+            where = {"dataset": dataset, "imbalance_ratio": rho}
+            for m in (m for m in methods if m != "ELM-DRW"):
+                claims.append(
+                    Claim(
+                        "06",
+                        QUOTES["elm_lt"].text,
+                        _source("elm_lt"),
+                        m,
+                        "ELM-DRW",
+                        where,
+                        family="ELM-DRW highest in all ratios" + suffix,
+                        reading="all",
+                        **common,
+                    )
+                )
+    if "CE" in pal:
         for o in setup["orientations"]:
-            text = _ORIENT.format(o=o)
-            claims.append(Claim("06", text, "palviz", "CE+PAL", f"CE+PAL ({o})", where))
+            for dataset, rho in settings:
+                where = {"dataset": dataset, "imbalance_ratio": rho}
+                claims.append(
+                    Claim(
+                        "06",
+                        _ORIENT.format(o=o),
+                        "palviz",
+                        "CE+PAL",
+                        f"CE+PAL ({o})",
+                        where,
+                        family=f"{o} orientation" + suffix,
+                        reading="all" if len(settings) > 1 else "single",
+                        **common,
+                    )
+                )
+    rep = _replication(setup) if seeds is None else None
+    if rep:
+        from palviz.recipes import long_tailed_setup
+
+        fresh, of = rep
+        first = long_tailed_setup(of)
+        first = {**first, "orientations": ()}
+        claims += long_tailed_claims(first, seeds=fresh, tag=_tag(fresh))
     return claims
 
 
-def noisy_claims(setup: Mapping[str, Any]) -> list[Claim]:
-    """The claims notebook 07 reads, for ``palviz.recipes.noisy_setup(profile)`` (PAL paper,
-    Sec. 5.2, Tables 3-4 and Fig. 5): CE+FNPAL against CE at every noise setting the profile
-    trains; at the headline setting also NCE+RCE+FNPAL against NCE+RCE and CE+FNPAL against
-    CE+FNPN under the same s."""
-    source = "PAL, Sec. 5.2 (Tables 3-4)"
+def _tag(seeds: Sequence[int]) -> str:
+    return f"(replication, seeds {_seeds_text(seeds)})"
+
+
+def noisy_claims(
+    setup: Mapping[str, Any], *, seeds: tuple[int, ...] | None = None, tag: str = ""
+) -> list[Claim]:
+    """The claims notebook 07 reads, for ``palviz.recipes.noisy_setup(profile)`` (PAL
+    Sec. 5.2), as families:
+
+    - "CE+FNPAL beats CE in all noisy cases" (``ce_fnpal``, ``all``): ``CE+FNPAL - CE`` at
+      every noise setting of the tables;
+    - "FNPAL gains on APLs" (``apl_fnpal``, ``all``): ``X+FNPAL - X`` for NCE+RCE and NFL+RCE
+      where the headline trains them;
+    - "FNPAL beats FNPN under the same s" (``fnpn``, ``all``): ``CE+FNPAL - CE+FNPN`` at the
+      headline setting, at the noise-aware s of the headline and at every s of ``fnpn_scales``
+      (both methods at the same s).
+
+    The APL family is declared in every profile, so a profile that does not train it says
+    so ("not run in this profile"); a replication leaves out what it does not train.
+    ``seeds`` and ``tag`` as for :func:`long_tailed_claims`; ``replication`` likewise."""
+    source = _source("ce_fnpal")
+    suffix = f" {tag}" if tag else ""
     settings = [("symmetric", eta) for eta in setup["symmetric"]]
     settings += [("asymmetric", eta) for eta in setup["asymmetric"]]
+    pair = {"CE", "CE+FNPAL"}
+    table = set(setup["methods"]) & set(setup["asymmetric_methods"])
+    head = setup["headline"]
+    head_methods = set(head["methods"])
     claims = []
     for dataset in setup["datasets"]:
-        for kind, eta in settings:
-            where = {"dataset": dataset, "noise_kind": kind, "noise_rate": eta}
-            claims.append(Claim("07", _CE_FNPAL, source, "CE", "CE+FNPAL", where))
-        head = setup["headline"]
+        if pair <= table | head_methods:
+            for kind, eta in settings:
+                where = {"dataset": dataset, "noise_kind": kind, "noise_rate": eta}
+                claims.append(
+                    Claim(
+                        "07",
+                        QUOTES["ce_fnpal"].text,
+                        source,
+                        "CE",
+                        "CE+FNPAL",
+                        where,
+                        family="CE+FNPAL beats CE in all noisy cases" + suffix,
+                        reading="all",
+                        seeds=seeds,
+                    )
+                )
         where = {"dataset": dataset, "noise_kind": head["kind"], "noise_rate": head["eta"]}
-        methods = set(head["methods"])
-        if {"NCE+RCE", "NCE+RCE+FNPAL"} <= methods:
-            claims.append(Claim("07", _APL_FNPAL, source, "NCE+RCE", "NCE+RCE+FNPAL", where))
-        if {"CE+FNPN", "CE+FNPAL"} <= methods:
+        for apl in ("NCE+RCE", "NFL+RCE"):
+            if seeds is not None and not {apl, apl + "+FNPAL"} <= head_methods:
+                continue  # a replication reads only what the replicated profile trains
             claims.append(
-                Claim("07", _FNPN, "PAL, Sec. 5.2 (Fig. 5a)", "CE+FNPN", "CE+FNPAL", where)
+                Claim(
+                    "07",
+                    QUOTES["apl_fnpal"].text,
+                    _source("apl_fnpal"),
+                    apl,
+                    apl + "+FNPAL",
+                    where,
+                    family="FNPAL gains on APLs" + suffix,
+                    reading="all",
+                    seeds=seeds,
+                )
             )
+        if {"CE+FNPN", "CE+FNPAL"} <= head_methods:
+            labels = [("CE+FNPN", "CE+FNPAL")]
+            labels += [(f"CE+FNPN s={x:g}", f"CE+FNPAL s={x:g}") for x in setup["fnpn_scales"]]
+            for base, method in labels:
+                claims.append(
+                    Claim(
+                        "07",
+                        QUOTES["fnpn"].text,
+                        _source("fnpn"),
+                        base,
+                        method,
+                        where,
+                        family="FNPAL beats FNPN under the same s" + suffix,
+                        reading="all",
+                        seeds=seeds,
+                    )
+                )
+    rep = _replication(setup) if seeds is None else None
+    if rep:
+        from palviz.recipes import noisy_setup
+
+        fresh, of = rep
+        claims += noisy_claims(noisy_setup(of), seeds=fresh, tag=_tag(fresh))
     return claims

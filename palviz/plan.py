@@ -218,7 +218,23 @@ def long_tailed_groups(
     groups = {"grid": grid}
     for o in turned:
         groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, **common)
+    if setup.get("replication"):
+        groups["replication"] = _lt_replication(setup, profile, chosen, pal, changes)
     return groups
+
+
+def _lt_replication(setup: dict, profile: str, chosen: tuple, pal: tuple, changes: dict) -> list:
+    """The runs of a profile's ``replication``: the methods (and PAL methods) of the profile
+    it replicates, among those chosen here, at that profile's datasets and ratios, on the
+    fresh seeds, at this profile's size."""
+    rep = setup["replication"]
+    first = recipes.long_tailed_setup(rep["of"])
+    where = dict(profile=profile, seeds=tuple(rep["seeds"]), ratios=first["ratios"], **changes)
+    where["datasets"] = first["datasets"]
+    methods = tuple(m for m in first["methods"] if m in chosen)
+    pal_methods = tuple(m for m in first["pal_methods"] if m in pal and m in methods)
+    specs = recipes.lt_grid(methods, pal=(False,), **where) if methods else []
+    return specs + (recipes.lt_grid(pal_methods, pal=(True,), **where) if pal_methods else [])
 
 
 def noisy_groups(
@@ -256,13 +272,25 @@ def noisy_groups(
         groups[d, "headline"] = recipes.noisy_grid(
             head_methods, [head["eta"]], head["kind"], **{**common, "seeds": head_seeds}
         )
+        fnpn = [m for m in ("CE+FNPN", "CE+FNPAL") if m in head_methods]
+        if setup["fnpn_scales"] and len(fnpn) == 2:  # the same s for both (PAL Fig. 5a)
+            groups[d, "fnpn"] = [
+                spec
+                for m in fnpn
+                for spec in recipes.scale_sweep(
+                    m, [head["eta"]], setup["fnpn_scales"], head["kind"],
+                    **{**common, "seeds": head_seeds},
+                )
+            ]  # fmt: skip
+        if setup.get("replication"):
+            groups[d, "replication"] = _noisy_replication(setup, sym, head_methods, common)
     sweep = methods is None or "CE+FNPAL" in methods
     groups["sweep"] = (
         recipes.scale_sweep(
             "CE+FNPAL",
             setup["sweep_etas"],
             setup["scales"],
-            seeds=table_seeds,
+            seeds=_seeds(seeds, setup["sweep_seeds"]),
             profile=profile,
             dataset=setup["sweep_dataset"],
             **changes,
@@ -271,6 +299,23 @@ def noisy_groups(
         else []
     )
     return groups
+
+
+def _noisy_replication(setup: dict, sym: tuple, head_methods: tuple, common: dict) -> list:
+    """The runs of a noisy profile's ``replication``: the tables' and headline methods of the
+    profile it replicates (among those chosen here), at its noise settings, on the fresh
+    seeds, at this profile's size."""
+    rep = setup["replication"]
+    first = recipes.noisy_setup(rep["of"])
+    where = {**common, "seeds": tuple(rep["seeds"])}
+    specs = []
+    for kind in ("symmetric", "asymmetric"):
+        table = first["methods"] if kind == "symmetric" else first["asymmetric_methods"]
+        specs += recipes.noisy_grid([m for m in table if m in sym], first[kind], kind, **where)
+    head = first["headline"]
+    chosen = [m for m in head["methods"] if m in head_methods]
+    specs += recipes.noisy_grid(chosen, [head["eta"]], head["kind"], **where)
+    return list({s.key(): s for s in specs}.values())
 
 
 def _geometry(

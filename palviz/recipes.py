@@ -127,6 +127,9 @@ _LT_ALL = (
     "IB-Focal",
 )
 
+#: ``full`` reads ``quick``'s claims a second time on seeds ``quick`` never uses.
+_REPLICATION = {"seeds": (5, 6, 7, 8, 9), "of": "quick"}
+
 #: The long-tailed experiments (notebooks 00, 02, 03, 06, 08) per profile. ``train`` is the
 #: schedule: ``shape="ldam-drw"`` is LDAM-DRW's shape scaled to ``epochs`` (see
 #: :func:`expand_schedule`), the other keys are TrainConfig fields.
@@ -136,10 +139,11 @@ _LT_ALL = (
 #: Every method fits its training set, and weight decay is raised to 2.4e-3 so that the sum
 #: over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and these
 #: few steps it would be 0.026 and weight decay would barely act. Headline methods only, five
-#: paired seeds, and CE + PAL with the two other prototype orientations.
+#: paired seeds, and CE + PAL with the axis orientation (the block one is in ``full``).
 #: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
-#: palviz has, at rho = 100 and 10. ``smoke``: 2 epochs, one seed, two methods. ``paper``:
-#: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
+#: palviz has, at rho = 100 and 10, both orientations, and ``quick``'s runs again on seeds 5-9
+#: (``replication``: the claims read a second time on fresh seeds). ``smoke``: 2 epochs, one
+#: seed, two methods. ``paper``: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
 LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": ("mnist1d",),
@@ -167,7 +171,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "seeds": (0, 1, 2, 3, 4),
         "methods": ("CE", "LDAM-DRW", "ELM-DRW"),
         "pal_methods": ("CE", "LDAM-DRW"),
-        "orientations": ("axis", "block"),
+        "orientations": ("axis",),
         "weight_decays": (2e-4, 2.4e-3, 2e-2),
         "train_size": None,
         "train": {
@@ -188,6 +192,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "pal_methods": _LT_ALL,
         "orientations": ("axis", "block"),
         "weight_decays": (2e-4, 2.4e-3, 2e-2),
+        "replication": _REPLICATION,
         "train_size": None,
         "train": {
             "shape": "ldam-drw",
@@ -343,7 +348,15 @@ _NOISY_ALL = (
     "NFL+RCE+FNPAL",
 )
 _PAIR = ("CE", "CE+FNPAL")
-_HEADLINE = ("CE", "CE+FNPAL", "NCE+RCE", "NCE+RCE+FNPAL", "CE+FNPN")
+_HEADLINE = (
+    "CE",
+    "CE+FNPAL",
+    "NCE+RCE",
+    "NCE+RCE+FNPAL",
+    "NFL+RCE",
+    "NFL+RCE+FNPAL",
+    "CE+FNPN",
+)
 _FIVE = (0, 1, 2, 3, 4)
 
 #: The noisy-label experiments (notebook 07) per profile.
@@ -351,22 +364,25 @@ _FIVE = (0, 1, 2, 3, 4)
 #: Keys: ``datasets`` (name -> arch and schedule), ``symmetric`` / ``asymmetric`` (noise rates
 #: of the tables), ``methods`` / ``asymmetric_methods`` (the tables' methods), ``seeds`` (the
 #: tables'), ``headline`` (``kind``, ``eta``, ``methods``, ``seeds``: the paired comparisons
-#: the claims are read from), ``sweep_dataset``, ``sweep_etas``, ``scales`` (accuracy
-#: against s), ``train_size``.
+#: the claims are read from), ``fnpn_scales`` (CE+FNPN and CE+FNPAL at these fixed s too, at
+#: the headline setting and seeds: "under the same s" read at several s), ``replication``
+#: (optional: another profile's runs on fresh seeds), ``sweep_dataset``, ``sweep_etas``,
+#: ``sweep_seeds``, ``scales`` (accuracy against s), ``train_size``.
 #:
 #: ``quick``: MNIST-1D, 4,000 training signals (balanced, stratified), the 1-D CNN, APL's
 #: MNIST recipe (SGD lr 0.01, Nesterov momentum 0.9, weight decay 1e-2, cosine annealing to
 #: 1e-3, gradient clip 5.0) for 120 epochs of 32 steps: 3,840 SGD steps (APL's MNIST run has
 #: 23,400). At this size CE fits its noisy training labels beyond their clean share and its
 #: test accuracy falls after a peak: the memorisation regime the robust losses and FNPAL are
-#: meant for. The headline comparisons (CE, CE+FNPAL and CE+FNPN at symmetric 0.4) run five
-#: paired seeds; CE and CE+FNPAL also run one seed at three other noise settings, CE+FNPAL a
-#: short sweep of s. ``full``: the same per-run size, every table method at every noise
-#: rate, three seeds, the headline (with NCE+RCE and NCE+RCE+FNPAL) at five seeds, the sweep
-#: of s at four noise rates. ``smoke``: 600 training signals, 2 epochs, one noise rate of each
-#: kind, one seed. ``paper``: MNIST (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120
-#: epochs) and CIFAR-100 (ResNet-34, 200 epochs) with the APL hyperparameters of
-#: docs/reference.md 3.
+#: meant for. Every comparison a claim reads runs five paired seeds: CE and CE+FNPAL at
+#: symmetric 0.2 and 0.4 and asymmetric 0.4, CE+FNPN at symmetric 0.4 (at its noise-aware s
+#: only); CE+FNPAL also runs a short sweep of s (seed 0). ``full``: the same per-run size,
+#: every table method at every noise rate, three seeds; the headline (with NCE+RCE, NFL+RCE
+#: and their FNPAL variants) at five seeds; CE+FNPN and CE+FNPAL at three more fixed s; the
+#: sweep of s at four noise rates; and ``quick``'s runs again on seeds 5-9. ``smoke``: 600
+#: training signals, 2 epochs, one noise rate of each kind, one seed. ``paper``: MNIST
+#: (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and CIFAR-100 (ResNet-34,
+#: 200 epochs) with the APL hyperparameters of docs/reference.md 3.
 NOISY_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": {"mnist1d": {"arch": "cnn1d", "train": {**_MNIST1D_TRAIN, "epochs": 2}}},
@@ -381,26 +397,30 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
             "methods": ("CE", "CE+FNPAL", "CE+FNPN"),
             "seeds": (0,),
         },
+        "fnpn_scales": (),
         "sweep_dataset": "mnist1d",
         "sweep_etas": (0.4,),
+        "sweep_seeds": (0,),
         "scales": (0.3, 3.0),
         "train_size": 600,
     },
     "quick": {
         "datasets": {"mnist1d": {"arch": "cnn1d", "train": _MNIST1D_TRAIN}},
-        "symmetric": (0.2, 0.4, 0.8),
+        "symmetric": (0.2, 0.4),
         "asymmetric": (0.4,),
         "methods": _PAIR,
         "asymmetric_methods": _PAIR,
-        "seeds": (0,),
+        "seeds": _FIVE,
         "headline": {
             "kind": "symmetric",
             "eta": 0.4,
             "methods": ("CE", "CE+FNPAL", "CE+FNPN"),
             "seeds": _FIVE,
         },
+        "fnpn_scales": (),
         "sweep_dataset": "mnist1d",
         "sweep_etas": (0.4,),
+        "sweep_seeds": (0,),
         "scales": (2.0, 8.0, 32.0),
         "train_size": 4000,
     },
@@ -412,8 +432,11 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "asymmetric_methods": _NOISY_ALL,
         "seeds": (0, 1, 2),
         "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": _FIVE},
+        "fnpn_scales": (1.0, 3.0, 10.0),
+        "replication": _REPLICATION,
         "sweep_dataset": "mnist1d",
         "sweep_etas": _SYMMETRIC,
+        "sweep_seeds": (0, 1, 2),
         "scales": (0.3, 1.0, 3.0, 10.0, 30.0),
         "train_size": 4000,
     },
@@ -457,8 +480,10 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "asymmetric_methods": _NOISY_ALL,
         "seeds": (0,),
         "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": (0,)},
+        "fnpn_scales": (),
         "sweep_dataset": "cifar10",  # PAL Fig. 4-5
         "sweep_etas": _SYMMETRIC,
+        "sweep_seeds": (0,),
         "scales": (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
         "train_size": None,
     },

@@ -149,10 +149,17 @@ def _claim(method, direction=+1, notebook="06", **where):
     )
 
 
+def _members(df):
+    """The comparison rows of an evaluate_claims frame (each family row dropped)."""
+    return df[df["level"] == "member"].reset_index(drop=True)
+
+
 def test_evaluate_claims_gives_each_outcome(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("same"), _claim("missing")]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
-    assert list(df.columns) == list(pc.CLAIM_COLUMNS)
+    everything = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
+    assert list(everything.columns) == list(pc.CLAIM_COLUMNS)
+    assert everything["level"].tolist() == ["family", "member"] * 4  # one family per claim
+    df = _members(everything)
     assert df["verdict"].tolist() == [pc.CONSISTENT, pc.CONTRADICTED, pc.INCONCLUSIVE, pc.NOT_RUN]
     assert df["n_seeds"].tolist() == [5, 5, 5, 0]
     assert df["profile"].unique().tolist() == ["smoke"]
@@ -172,6 +179,7 @@ def test_evaluate_claims_gives_each_outcome(frame):
 
 def test_evaluate_claims_reads_a_claimed_decrease(frame):
     df = pc.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
+    df = _members(df)
     assert df["verdict"].tolist() == [pc.CONSISTENT]
     assert pd.isna(df["paper_steps"].iloc[0])
 
@@ -179,6 +187,7 @@ def test_evaluate_claims_reads_a_claimed_decrease(frame):
 def test_evaluate_claims_pairs_only_the_seeds_both_ran(frame):
     frame = frame[~((frame["label"] == "PAL") & frame["seed"].isin([3, 4]))]
     df = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = _members(df)
     assert df["n_seeds"].tolist() == [3]
 
 
@@ -188,6 +197,7 @@ def test_evaluate_claims_selects_noisy_settings_by_where():
     rows += [_row("ELM", s, 0.1, eta=0.8) for s in range(3)]
     claim = _claim("ELM", noise_kind="symmetric", noise_rate=0.4)
     df = pc.evaluate_claims(pd.DataFrame(rows), [claim], profile="smoke", paper_steps=None)
+    df = _members(df)
     row = df.iloc[0]
     assert row["comparison"] == "ELM - CE (noise_kind = symmetric, noise_rate = 0.4)"
     assert row["mean_diff"] == pytest.approx(10.0)
@@ -207,6 +217,7 @@ def test_evaluate_claims_reads_a_results_frame():
         "07", "LDAM-DRW beats CE", "LDAM paper, Table 2", "CE", "LDAM-DRW", {"imbalance_ratio": rho}
     )
     df = pc.evaluate_claims(frame, [claim], profile="quick", paper_steps=19_400)
+    df = _members(df)
     assert df["n_seeds"].tolist() == [3]
     assert df["mean_diff"].iloc[0] == pytest.approx(31 / 3)
     assert df["verdict"].tolist() == [pc.CONSISTENT]
@@ -223,9 +234,11 @@ def test_evaluate_claims_takes_the_papers_steps_per_setting(frame):
 
     claims = [_claim("PAL"), _claim("same")]
     df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
+    df = _members(df)
     assert seen == [{"imbalance_ratio": 100}] * 2
     assert df["paper_steps"].tolist() == [19_400, 19_400]
     df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
+    df = _members(df)
     assert df["paper_steps"].isna().all()
 
 
@@ -280,17 +293,16 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
     assert path == figures / "smoke" / "claims.csv"
     pc.write_claims(seven, "smoke")
     both = pc.read_claims("smoke")
-    assert both["notebook"].tolist() == ["06", "06", "07"]  # text, not the number 6
-    assert both["claim"].tolist() == ["PAL beats CE", "same beats CE", "worse beats CE"]
-    pd.testing.assert_frame_equal(
-        both.iloc[:2].reset_index(drop=True), six.iloc[::-1].reset_index(drop=True)
-    )
+    assert both["notebook"].tolist() == ["06"] * 4 + ["07"] * 2  # text, not the number 6
+    assert both["claim"].tolist()[::2] == ["same beats CE", "PAL beats CE", "worse beats CE"]
+    assert both["level"].tolist() == ["family", "member"] * 3  # each family above its rows
+    pd.testing.assert_frame_equal(both.iloc[:4].reset_index(drop=True), six)
 
     again = pc.evaluate_claims(frame, [_claim("missing")], profile="smoke", paper_steps=None)
     pc.write_claims(again, "smoke")
     after = pc.read_claims("smoke")
-    assert after["notebook"].tolist() == ["06", "07"]
-    assert after["verdict"].tolist() == [pc.NOT_RUN, pc.CONTRADICTED]
+    assert after["notebook"].tolist() == ["06", "06", "07", "07"]
+    assert after["verdict"].tolist()[::2] == [pc.NOT_RUN, pc.CONTRADICTED]
     assert _files(figures / "smoke") == ["claims.csv"]  # no temporary file left
 
 
@@ -335,10 +347,10 @@ def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
         writer.start()
         writer.join(timeout=1.0)
         assert writer.is_alive(), "write_claims did not wait for the lock"
-        assert pc.read_claims("smoke")["notebook"].tolist() == ["06"]
+        assert pc.read_claims("smoke")["notebook"].tolist() == ["06", "06"]
     writer.join(timeout=30)
     assert not writer.is_alive()
-    assert pc.read_claims("smoke")["notebook"].tolist() == ["06", "07"]
+    assert pc.read_claims("smoke")["notebook"].tolist() == ["06", "06", "07", "07"]
 
 
 def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
@@ -346,15 +358,18 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
         frame, [_claim("PAL"), _claim("missing")], profile="smoke", paper_steps=19_400
     )
     text = pc.claims_markdown(df)
-    d = df.iloc[0]
+    d = _members(df).iloc[0]
     assert f"+3.0 [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" in text
-    assert '"PAL beats CE"' in text and "19,400" in text and "1,500" in text
+    assert '**"PAL beats CE"** (PAL paper, Table 2)' in text
+    assert "19,400" in text and "1,500" in text
     assert " n/a |" in text and pc.NOT_RUN in text
-    assert text.count("\n") == 4  # header, rule, two rows
+    assert "<0.001" in text and "0.062" in text  # t p of a steady +3, sign-flip 2/32
+    assert text.count("\n") == 6  # header, rule, two families of one row each
 
 
 def test_evaluate_claims_of_no_runs_says_not_run():
     df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = _members(df)
     assert df["verdict"].tolist() == [pc.NOT_RUN] and df["n_seeds"].tolist() == [0]
     assert list(df.columns) == list(pc.CLAIM_COLUMNS)
 
@@ -363,25 +378,52 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
     from palviz import recipes
 
     lt = pc.long_tailed_claims(recipes.long_tailed_setup("quick"))
-    pairs = [(c.baseline, c.method) for c in lt]
-    assert ("CE", "CE+PAL") in pairs and ("LDAM-DRW", "LDAM-DRW+PAL") in pairs
-    assert ("LDAM-DRW", "ELM-DRW") in pairs
-    assert ("CE+PAL", "CE+PAL (axis)") in pairs and ("CE+PAL", "CE+PAL (block)") in pairs
+    pairs = {c.family: [] for c in lt}
+    for c in lt:
+        pairs[c.family].append((c.baseline, c.method))
+    assert pairs == {
+        "PAL boosts long-tailed methods": [("CE", "CE+PAL"), ("LDAM-DRW", "LDAM-DRW+PAL")],
+        "ELM-DRW highest in all ratios": [("CE", "ELM-DRW"), ("LDAM-DRW", "ELM-DRW")],
+        "axis orientation": [("CE+PAL", "CE+PAL (axis)")],
+    }
     assert all(c.where == {"dataset": "mnist1d", "imbalance_ratio": 100} for c in lt)
+    assert {c.reading for c in lt if c.source != "palviz"} == {"all"}
     paper = pc.long_tailed_claims(recipes.long_tailed_setup("paper"))
     assert {(c.where["dataset"], c.where["imbalance_ratio"]) for c in paper} == {
         (d, r) for d in ("cifar10", "cifar100") for r in (100, 10)
     }
     noisy = pc.noisy_claims(recipes.noisy_setup("quick"))
-    settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in noisy}
-    assert settings == {
-        ("symmetric", 0.2),
-        ("symmetric", 0.4),
-        ("symmetric", 0.8),
-        ("asymmetric", 0.4),
+    ce = [c for c in noisy if c.family == "CE+FNPAL beats CE in all noisy cases"]
+    settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in ce}
+    assert settings == {("symmetric", 0.2), ("symmetric", 0.4), ("asymmetric", 0.4)}
+    assert {c.family for c in noisy} == {
+        "CE+FNPAL beats CE in all noisy cases",
+        "FNPAL gains on APLs",  # not trained in quick: its row says so
+        "FNPAL beats FNPN under the same s",
     }
-    assert sum(c.method == "CE+FNPAL" and c.baseline == "CE" for c in noisy) == 4
-    assert len(lt) + len(noisy) >= 8
+
+
+def test_full_reads_fnpn_at_several_s_both_apls_and_a_replication_on_fresh_seeds():
+    from palviz import recipes
+
+    setup = recipes.noisy_setup("full")
+    noisy = pc.noisy_claims(setup)
+    fnpn = [
+        (c.baseline, c.method) for c in noisy if c.family == "FNPAL beats FNPN under the same s"
+    ]
+    assert fnpn[0] == ("CE+FNPN", "CE+FNPAL")  # at the noise-aware s
+    assert fnpn[1:] == [(f"CE+FNPN s={s:g}", f"CE+FNPAL s={s:g}") for s in setup["fnpn_scales"]]
+    assert len(setup["fnpn_scales"]) >= 2
+    apl = [c.baseline for c in noisy if c.family == "FNPAL gains on APLs"]
+    assert apl == ["NCE+RCE", "NFL+RCE"]
+    quick_seeds = set(recipes.noisy_setup("quick")["seeds"])
+    quick_seeds |= set(recipes.long_tailed_setup("quick")["seeds"])
+    for claims in (noisy, pc.long_tailed_claims(recipes.long_tailed_setup("full"))):
+        fresh = [c for c in claims if "replication" in c.family]
+        assert fresh and all(c.seeds and not set(c.seeds) & quick_seeds for c in fresh)
+        first = {c.family for c in claims if c.seeds is None and c.source != "palviz"}
+        again = {c.family.split(" (replication")[0] for c in fresh}
+        assert again and again <= first
 
 
 @pytest.mark.parametrize("profile", ["smoke", "quick", "full", "paper"])
@@ -404,13 +446,20 @@ def test_every_noisy_claim_finds_its_runs_among_the_claim_runs(profile):
         (r.label, r.spec.dataset, r.spec.noise_kind, r.spec.noise_rate, r.spec.seed) for r in kept
     }
     setup = recipes.noisy_setup(profile)
+    labels = {r.label for r in kept}
     for claim in pc.noisy_claims(setup):
         w = claim.where
+        if not {claim.baseline, claim.method} & labels:
+            continue  # a family this profile does not train (its row says "not run")
         headline = (w["noise_kind"], w["noise_rate"]) == (
             setup["headline"]["kind"],
             setup["headline"]["eta"],
         )
         seeds = setup["headline"]["seeds"] if headline else setup["seeds"]
+        if claim.seeds is not None:
+            seeds = claim.seeds
+        elif headline and profile != "smoke":
+            seeds = sorted({*setup["headline"]["seeds"], *setup["seeds"]})
         for label in (claim.baseline, claim.method):
             for seed in seeds:
                 row = (label, w["dataset"], w["noise_kind"], w["noise_rate"], seed)
@@ -428,3 +477,133 @@ def test_claim_runs_keeps_the_first_label_and_names_unknown_groups():
     assert [r.label for r in pc.claim_runs(groups, exclude=["table"])] == ["s=1"]
     with pytest.raises(ValueError, match=r"exclude must be names of groups .*got \['swept'\]"):
         pc.claim_runs(groups, exclude=["swept"])
+
+
+# ------------------------------------------------------------ p-values, Holm, families
+
+
+def _t4_two_sided_p(t):
+    """Student's t with 4 degrees of freedom in closed form: F(t) = 1/2 + 3/4 u (1 - u^2/3),
+    u = t / sqrt(t^2 + 4)."""
+    u = abs(t) / math.sqrt(t * t + 4)
+    return 2 * (0.5 - 0.75 * u * (1 - u * u / 3))
+
+
+def test_paired_difference_p_value_is_the_two_sided_paired_t_test():
+    baseline = [70.0, 71.0, 69.0, 72.0, 70.0]
+    method = [70.5, 72.5, 68.0, 73.5, 71.0]  # differences .5 1.5 -1 1.5 1
+    diffs = np.subtract(method, baseline)
+    t = diffs.mean() / (np.std(diffs, ddof=1) / math.sqrt(5))
+    d = pc.paired_difference(baseline, method)
+    assert d.p_value == pytest.approx(_t4_two_sided_p(t), abs=1e-12)
+    # the interval excludes 0 exactly when p < 0.05 (same t quantile)
+    assert (d.ci_low > 0) == (d.p_value < 0.05)
+
+
+def _brute_sign_flip(d):
+    import itertools
+
+    observed = abs(np.mean(d))
+    hits = [
+        abs(np.mean(np.multiply(signs, d))) >= observed - 1e-12
+        for signs in itertools.product((1, -1), repeat=len(d))
+    ]
+    return sum(hits) / len(hits)
+
+
+@pytest.mark.parametrize(
+    "diffs", [[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, -1.0, 2.0, 0.5, 1.5], [1.0, -1.0, 1.0], [0.0, 0.0]]
+)
+def test_sign_flip_p_counts_the_sign_patterns(diffs):
+    assert pc.sign_flip_p(diffs) == pytest.approx(_brute_sign_flip(diffs))
+
+
+def test_sign_flip_p_of_five_pairs_is_never_below_one_sixteenth():
+    assert pc.sign_flip_p([5.0, 4.0, 6.0, 5.5, 4.5]) == pytest.approx(1 / 16)
+    assert math.isnan(pc.sign_flip_p([1.0]))
+    with pytest.raises(ValueError, match="differences must be at most 16 pairs"):
+        pc.sign_flip_p(np.ones(17))
+
+
+def test_holm_by_hand():
+    # sorted 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> running max 0.06)
+    assert pc.holm([0.04, 0.01, float("nan"), 0.03]) == pytest.approx(
+        [0.06, 0.03, float("nan"), 0.06], nan_ok=True
+    )
+    assert pc.holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+    assert pc.holm([0.02]) == [0.02]
+
+
+@pytest.mark.parametrize(
+    ("reading", "means", "p", "expected"),
+    [
+        ("all", [2.0, 3.0], [0.01, 0.02], pc.CONSISTENT),
+        ("all", [2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
+        ("all", [2.0, -3.0], [0.01, 0.01], pc.CONTRADICTED),  # one case measurably worse
+        ("all", [2.0, float("nan")], [0.01, float("nan")], pc.INCONCLUSIVE),  # one not run
+        ("any", [2.0, -0.5], [0.01, 0.6], pc.CONSISTENT),
+        ("any", [-2.0, -3.0], [0.01, 0.02], pc.CONTRADICTED),
+        ("any", [-2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
+        ("single", [2.0], [0.05], pc.INCONCLUSIVE),  # on the edge: not below alpha
+        ("all", [float("nan")], [float("nan")], pc.NOT_RUN),
+    ],
+)
+def test_family_verdict_reads_the_family_as_stated(reading, means, p, expected):
+    assert pc.family_verdict(reading, means, p, [+1] * len(means)) == expected
+
+
+def test_evaluate_claims_reads_a_family_with_holm(frame):
+    """Two members in a family: 'PAL' (+3 +- 0.35, tiny p) and 'same' (around 0): under 'all'
+    the family is inconclusive, under 'any' consistent; p_holm is Holm's of the two."""
+
+    def member(method, reading):
+        return pc.Claim(
+            "06", "methods beat CE", "PAL paper", "CE", method, {"imbalance_ratio": 100},
+            family="beats CE", reading=reading,
+        )  # fmt: skip
+
+    for reading, expected in (("all", pc.INCONCLUSIVE), ("any", pc.CONSISTENT)):
+        claims = [member("PAL", reading), member("same", reading)]
+        df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+        assert df["level"].tolist() == ["family", "member", "member"]
+        fam, rows = df.iloc[0], _members(df)
+        assert fam["verdict"] == expected and fam["reading"] == reading
+        assert fam["comparison"] == f"{reading} of the 2 comparisons below"
+        assert fam["seeds"] == "0-4" and fam["n_seeds"] == 5
+        p = rows["p_value"].tolist()
+        assert rows["p_holm"].tolist() == pytest.approx(pc.holm(p))
+        assert fam["p_holm"] == pytest.approx(
+            max(pc.holm(p)) if reading == "all" else min(pc.holm(p))
+        )
+        assert rows["verdict"].tolist() == [pc.CONSISTENT, pc.INCONCLUSIVE]  # each on its own
+
+
+def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
+    a = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="f", reading="all")
+    b = pc.Claim("06", "y", "s", "CE", "same", {"imbalance_ratio": 100}, family="f", reading="all")
+    with pytest.raises(ValueError, match="claims of family 'f' must be the same claim text"):
+        pc.evaluate_claims(frame, [a, b], profile="smoke", paper_steps=None)
+    c = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="g")
+    d = pc.Claim("06", "x", "s", "CE", "same", {"imbalance_ratio": 100}, family="g")
+    with pytest.raises(ValueError, match="reading of family 'g' must be 'all' or 'any'"):
+        pc.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
+    with pytest.raises(ValueError, match="reading must be one of"):
+        pc.Claim("06", "x", "s", "CE", "PAL", reading="most")
+    with pytest.raises(ValueError, match="seeds must be None or a non-empty tuple"):
+        pc.Claim("06", "x", "s", "CE", "PAL", seeds=(1, 1))
+
+
+def test_claim_seeds_restrict_the_pairs(frame):
+    claim = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, seeds=(3, 4))
+    rows = _members(pc.evaluate_claims(frame, [claim], profile="smoke", paper_steps=None))
+    assert rows["seeds"].tolist() == ["3-4"] and rows["n_seeds"].tolist() == [2]
+    assert rows["mean_diff"].iloc[0] == pytest.approx(3.0)  # seeds 3, 4: +3.0 and +3.0
+
+
+def test_claims_summary_counts_the_family_verdicts(frame):
+    claims = [_claim("PAL"), _claim("worse"), _claim("missing")]
+    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+    assert pc.claims_summary(df) == (
+        "3 claims: 1 consistent, 1 contradicted, 0 inconclusive at this size, "
+        "1 not run in this profile (3 comparisons)."
+    )
