@@ -50,6 +50,7 @@ __all__ = [
     "QUOTES",
     "Quote",
     "PairedDifference",
+    "claims_explanation",
     "claims_markdown",
     "claims_summary",
     "claim_runs",
@@ -834,6 +835,60 @@ def claims_summary(df: pd.DataFrame) -> str:
     counts += [f"{(families['verdict'] == v).sum()} {v}" for v in (INCONCLUSIVE, NOT_RUN)]
     members = int((df["level"] == "member").sum())
     return f"{len(families)} claims: {', '.join(counts)} ({members} comparisons)."
+
+
+def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
+    """How to read the claims table ``df`` (:func:`evaluate_claims`), as markdown whose
+    numbers come from ``df``: the tests, the sign-flip floor for the pairs present, Holm's
+    correction, the verdict words, and which claims this profile could not read."""
+    if list(df.columns) != list(CLAIM_COLUMNS):
+        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    members = df[df["level"] == "member"]
+    pairs = sorted({int(n) for n in members["n_seeds"] if n > 1})
+    alpha = 1 - confidence
+    level = f"{100 * confidence:g} %"
+    lines = [
+        f"**How to read this table.** {claims_summary(df)}",
+        "",
+        "- *Paired runs.* Each comparison is read per seed: the two runs of a seed share the "
+        "data subset, the noise draw and the initialisation, so the difference removes what they "
+        "share. *mean difference [CI]* is the mean over seeds (points of last-epoch test "
+        f"accuracy) with its {level} Student-t interval (n - 1 degrees of freedom).",
+        '- *p (t)* is the two-sided paired t-test of "no difference" (the interval excludes 0 '
+        f"exactly when p (t) < {alpha:g}). *p (sign-flip)* assumes no distribution: under no "
+        "difference each seed's sign is a coin toss, and p counts the sign patterns at least as "
+        "extreme. With n pairs it cannot go below 2/2^n",
+    ]
+    if pairs:
+        floors = ", ".join(f"{2 / 2**n:.3g} for {n} pairs" for n in pairs)
+        lines[-1] += f" ({floors} here)"
+        if max(pairs) < 6:
+            lines[-1] += f", so at these sizes it can never reach {alpha:g} and serves as a check"
+    lines[-1] += "."
+    lines += [
+        "- *A claim is a family.* The paper's sentence is read at the strength it states: "
+        '"all" (every comparison must hold), "any" (one must), or a single comparison. '
+        f"Reading several comparisons at once at the {100 * alpha:g} % level each would give "
+        "false verdicts by chance, so *p (Holm)* adjusts p (t) across the comparisons of its "
+        "family (Holm's step-down: the smallest p times m, the next times m - 1, ..., never "
+        "decreasing), "
+        f"which keeps the chance of any false verdict in the family at most {alpha:g}.",
+        f"- *Verdicts.* A comparison on its own (its row): **{CONSISTENT}** when its whole "
+        f"interval lies on the claimed side of 0, **{CONTRADICTED}** when it lies on the other "
+        f"side, **{INCONCLUSIVE}** when it contains 0 - or only touches it: an interval ending "
+        f"at 0 means p (t) = {alpha:g} exactly, not below it, so the data cannot tell the "
+        'difference from none. A family (bold row): under "all" consistent when every member '
+        f"has p (Holm) < {alpha:g} on the claimed side, contradicted when any member has it on "
+        'the other side; under "any" consistent when one member has it on the claimed side.',
+    ]
+    not_run = df[(df["level"] == "family") & (df["verdict"] == NOT_RUN)]
+    if len(not_run):
+        names = "; ".join(f"*{f}*" for f in not_run["family"])
+        lines.append(
+            f"- *Not read here:* {names}: this profile does not train the methods they compare "
+            "(the `full` profile does)."
+        )
+    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------- the claims the notebooks read

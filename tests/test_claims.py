@@ -607,3 +607,18 @@ def test_claims_summary_counts_the_family_verdicts(frame):
         "3 claims: 1 consistent, 1 contradicted, 0 inconclusive at this size, "
         "1 not run in this profile (3 comparisons)."
     )
+
+
+def test_claims_explanation_computes_its_numbers_from_the_table(frame):
+    three = frame[frame["seed"] < 3]
+    claims = [_claim("PAL"), _claim("missing")]
+    text = pc.claims_explanation(
+        pc.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
+    )
+    assert "2 claims: 1 consistent" in text
+    assert "0.25 for 3 pairs here" in text and "can never reach 0.05" in text  # 2 / 2**3
+    assert "*missing beats CE*" in text  # the family this profile does not train
+    text = pc.claims_explanation(
+        pc.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
+    )
+    assert "0.0625 for 5 pairs" in text and "90 % Student-t" in text and "Not read" not in text
