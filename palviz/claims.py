@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -727,6 +728,9 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
     reader sees the old file or the new one, never half of one. The merge holds a file lock
     (``.claims.csv.lock`` beside it), so two notebooks writing at once both keep their rows.
 
+    A ``claims.csv`` with other columns (written by another version of palviz) is replaced,
+    with a warning that names it.
+
     Raises:
         ValueError: ``rows`` without the columns :data:`CLAIM_COLUMNS`, or with rows of
             another profile.
@@ -752,7 +756,11 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
     # Two notebooks run at once (palviz figures --jobs 2) may both merge their claims: the
     # read-merge-write below holds a file lock, so neither loses the other's rows.
     with filelock.FileLock(str(path.with_name(f".{path.name}.lock"))):
-        old = read_claims(profile)
+        try:
+            old = read_claims(profile)
+        except ValueError as error:  # written by another version of palviz: start afresh
+            warnings.warn(f"{error}; its rows are dropped, the file is rewritten", stacklevel=2)
+            old = _typed(pd.DataFrame(columns=list(CLAIM_COLUMNS)))
         replaced = set(zip(new["profile"], new["notebook"], strict=True))
         pairs = zip(old["profile"], old["notebook"], strict=True)
         keep = [(p, nb) not in replaced for p, nb in pairs]

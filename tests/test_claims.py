@@ -622,3 +622,15 @@ def test_claims_explanation_computes_its_numbers_from_the_table(frame):
         pc.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
     )
     assert "0.0625 for 5 pairs" in text and "90 % Student-t" in text and "Not read" not in text
+
+
+def test_write_claims_replaces_a_file_of_another_version_with_a_warning(frame, figures):
+    old = figures / "smoke" / "claims.csv"
+    old.parent.mkdir(parents=True)
+    old.write_text("profile,notebook,claim,verdict\nsmoke,06,x,consistent\n")
+    with pytest.raises(ValueError, match="has columns"):
+        pc.read_claims("smoke")
+    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    with pytest.warns(UserWarning, match="claims.csv has columns .*rows are dropped"):
+        pc.write_claims(six, "smoke")
+    pd.testing.assert_frame_equal(pc.read_claims("smoke"), six)
