@@ -800,8 +800,8 @@ def claims_markdown(df: pd.DataFrame) -> str:
     """``df`` (:func:`evaluate_claims` or :func:`read_claims`) as a markdown table, family by
     family: a family row in bold (notebook, the claim quoted with its source, how it is
     read, the Holm-adjusted p that decides it, its verdict), then one row per comparison
-    (the seeds, the mean difference with its interval to one decimal, ``"+2.3 [-0.4, +5.0]"``,
-    percentage points for accuracies; the paired-t p, the sign-flip p, the Holm-adjusted p,
+    (the seeds and their number, the mean difference with its interval to one decimal,
+    ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies; the paired-t p, the sign-flip p, the Holm-adjusted p,
     the comparison's own verdict; the steps per run beside the paper's)."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
@@ -814,7 +814,7 @@ def claims_markdown(df: pd.DataFrame) -> str:
             "nb": str(r["notebook"]) if family else "",
             "claim": f"**{quote}** ({r['source']})" if family else "",
             "comparison": (reading[str(r["reading"])] if family else str(r["comparison"])),
-            "seeds": str(r["seeds"]) if not family else "",
+            "seeds (n)": "" if family or not r["n_seeds"] else f"{r['seeds']} ({r['n_seeds']})",
             "mean difference [CI]": "" if family else _difference_text(r),
             "p (t)": "" if family else _p_text(r["p_value"]),
             "p (sign-flip)": "" if family else _p_text(r["p_signflip"]),
@@ -826,7 +826,7 @@ def claims_markdown(df: pd.DataFrame) -> str:
         rows.append({k: v.replace("|", "\\|") for k, v in cells.items()})
     columns = list(rows[0]) if rows else ["nb", "claim", "comparison", "verdict"]
     table = pd.DataFrame(rows, columns=columns)
-    numbers_right = {"seeds", "mean difference [CI]", "steps per run", "paper's steps"}
+    numbers_right = {"seeds (n)", "mean difference [CI]", "steps per run", "paper's steps"}
     numbers_right |= {"p (t)", "p (sign-flip)", "p (Holm)"}
     align = ["right" if c in numbers_right else "left" for c in table.columns]
     return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
