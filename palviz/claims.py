@@ -801,8 +801,9 @@ def claims_markdown(df: pd.DataFrame) -> str:
     family: a family row in bold (notebook, the claim quoted with its source, how it is
     read, the Holm-adjusted p that decides it, its verdict), then one row per comparison
     (the seeds and their number, the mean difference with its interval to one decimal,
-    ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies; the paired-t p, the sign-flip p, the Holm-adjusted p,
-    the comparison's own verdict; the steps per run beside the paper's)."""
+    ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies; the paired-t p, the sign-flip
+    p, the Holm-adjusted p, the comparison's own verdict; the steps per run beside the
+    paper's)."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
     rows = []

@@ -361,7 +361,7 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
     d = _members(df).iloc[0]
     assert f"+3.0 [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" in text
     assert '**"PAL beats CE"** (PAL paper, Table 2)' in text
-    assert "19,400" in text and "1,500" in text and "| 0-4 (5) |" in text
+    assert "19,400" in text and "1,500" in text and " 0-4 (5) |" in text
     assert " n/a |" in text and pc.NOT_RUN in text
     assert "<0.001" in text and "0.062" in text  # t p of a steady +3, sign-flip 2/32
     assert text.count("\n") == 6  # header, rule, two families of one row each
