@@ -634,3 +634,30 @@ def test_write_claims_replaces_a_file_of_another_version_with_a_warning(frame, f
     with pytest.warns(UserWarning, match="claims.csv has columns .*rows are dropped"):
         pc.write_claims(six, "smoke")
     pd.testing.assert_frame_equal(pc.read_claims("smoke"), six)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "full", "paper"])
+def test_every_long_tailed_claim_finds_its_runs_in_the_plan(profile):
+    """Notebook 06 reads its claims from all its groups (the replication included): each
+    comparison's two labels are planned for each seed it reads (its own seeds, or the
+    profile's)."""
+    from palviz import plan, recipes
+
+    groups = plan.long_tailed_groups(profile)
+    seen = {
+        (s.label, s.dataset, s.imbalance_ratio, s.seed) for specs in groups.values() for s in specs
+    }
+    setup = recipes.long_tailed_setup(profile)
+    claims = pc.long_tailed_claims(setup)
+    assert claims
+    for claim in claims:
+        w = claim.where
+        for label in (claim.baseline, claim.method):
+            for seed in claim.seeds or setup["seeds"]:
+                row = (label, w["dataset"], float(w["imbalance_ratio"]), seed)
+                assert row in seen, (profile, claim.family, row)
+    if profile == "full":
+        fresh = {s.seed for s in groups["replication"]}
+        assert fresh == {5, 6, 7, 8, 9} and not fresh & set(
+            recipes.long_tailed_setup("quick")["seeds"]
+        )
