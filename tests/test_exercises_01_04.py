@@ -1,0 +1,151 @@
+"""The checked exercises of lessons 01-04 (``palviz.exercises.ex01`` ... ``ex04``), without
+running a notebook: every solution passes its check, a typical wrong answer fails with the
+message meant for it, the blank is "not answered yet", a student's function that raises is
+reported rather than raised, and every exercise appears exactly once in its notebook."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from palviz.exercises import Exercise
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = {
+    "01": "01_simplex_prototypes",
+}
+MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
+
+
+def exercises_of(module) -> dict[str, Exercise]:
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if re.fullmatch(r"q\d+", name) and isinstance(value, Exercise)
+    }
+
+
+EXERCISES = [
+    pytest.param(exercise, id=f"ex{number}.{name}")
+    for number, module in MODULES.items()
+    for name, exercise in exercises_of(module).items()
+]
+
+
+def _raises(*args):
+    raise RuntimeError("boom")
+
+
+#: (exercise, a typical wrong answer, a part of the message it must get)
+WRONG = {
+    "01.q1": [
+        (0.25, "wrong sign"),
+        (-0.2, "-1/k"),
+        (104.4775, "angle in degrees"),
+        ("a quarter", "should be a number"),
+    ],
+    "01.q2": [
+        (lambda k: np.eye(k), "a regular simplex has every pair at"),
+        (lambda k: np.eye(k) - 1 / k, "normalise every row"),
+        (lambda k: np.ones((k + 1, k)), "one row per class"),
+        (3, "should be your function"),
+    ],
+    "01.q3": [("grows", "you answered 'grows', but"), ("maybe", "answer one of")],
+}
+
+#: exercises whose answer is a function: one that raises must be reported, naming the call
+FUNCTIONS = {"01.q2": "simplex("}
+
+
+def _solution_answer(exercise: Exercise):
+    namespace: dict = {}
+    exec(exercise.solution_text, namespace)  # a fresh namespace, as a student's cell
+    return namespace["answer"]
+
+
+def test_every_exercise_has_wrong_answers_and_the_modules_list_their_exercises():
+    keys = {exercise.key for exercise in (p.values[0] for p in EXERCISES)}
+    assert keys == set(WRONG), f"wrong answers missing for {sorted(keys - set(WRONG))}"
+    for number, module in MODULES.items():
+        found = exercises_of(module)
+        assert len(found) >= 3, f"ex{number} has {len(found)} exercises"
+        for name, exercise in found.items():
+            assert exercise.key == f"{number}.{name}"
+            assert f"``{name}``" in module.__doc__, f"ex{number}'s docstring does not list {name}"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_solution_passes_its_check(exercise):
+    feedback = exercise.check(_solution_answer(exercise))
+    assert feedback.ok and feedback.answered, str(feedback)
+    assert str(feedback).startswith("Right.")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_the_blank_is_not_answered_yet_and_gives_the_hint(exercise):
+    feedback = exercise.check(...)
+    assert not feedback.ok and feedback.answered is False
+    assert str(feedback).startswith("Not answered yet.")
+    assert exercise.hint_text in feedback.message
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_typical_wrong_answers_fail_with_their_message(exercise):
+    for wrong, part in WRONG[exercise.key]:
+        feedback = exercise.check(wrong)
+        assert not feedback.ok and feedback.answered, f"{wrong!r} passed {exercise.key}"
+        assert str(feedback).startswith("Not yet.")
+        assert part in feedback.message, f"{exercise.key}, {wrong!r}: {feedback.message}"
+
+
+@pytest.mark.parametrize("key", sorted(FUNCTIONS))
+def test_a_student_function_that_raises_is_reported_not_raised(key):
+    number, name = key.split(".")
+    exercise = getattr(MODULES[number], name)
+    feedback = exercise.check(_raises)
+    assert not feedback.ok and feedback.answered
+    assert "raised RuntimeError: boom" in feedback.message
+    assert FUNCTIONS[key] in feedback.message  # which call failed
+
+
+def _code_cells(stem: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _markdown_cells(stem: str) -> list[str]:
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+
+@pytest.mark.parametrize("number", sorted(LESSONS))
+def test_the_notebook_holds_each_exercise_exactly_once(number):
+    stem = LESSONS[number]
+    checks = [
+        m.group(1)
+        for source in _code_cells(stem)
+        for m in re.finditer(rf"\bex{number}\.(q\d+)\.check\(", source)
+    ]
+    assert len(checks) >= 3, f"{stem}: {len(checks)} exNN.qK.check( calls"
+    names = sorted(exercises_of(MODULES[number]))
+    assert sorted(checks) == names, f"{stem}: checks {sorted(checks)}, exercises {names}"
+    imports = [s for s in _code_cells(stem) if f"from palviz.exercises import ex{number}" in s]
+    assert len(imports) == 1, f"{stem}: import ex{number} once, in the first exercise cell"
+    for cell in _code_cells(stem):
+        if f"ex{number}." in cell and ".check(" in cell:
+            assert re.search(r"^answer = \.\.\.", cell, re.MULTILINE), f"no blank in:\n{cell}"
+
+
+@pytest.mark.parametrize("number", sorted(LESSONS))
+def test_the_notebook_ends_with_exercises_try_this_summary_references(number):
+    heads = [
+        m.group(1)
+        for source in _markdown_cells(LESSONS[number])
+        for m in re.finditer(r"^## (.+)$", source, re.MULTILINE)
+    ]
+    assert heads[-4:] == ["Exercises", "Try this", "Summary", "References"], heads
