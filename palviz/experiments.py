@@ -48,6 +48,7 @@ from palviz.runcache import (
     is_cached,
     list_runs,
     prepare_data,
+    recorded_split_counts,
     run,
 )
 from palviz.tables import (
@@ -98,6 +99,7 @@ __all__ = [
     "lt_spec",
     "lt_table",
     "lt_table_markdown",
+    "recorded_split_counts",
     "noise_method",
     "noisy_accuracy_table",
     "noisy_grid",

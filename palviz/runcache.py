@@ -344,6 +344,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
             num_classes=info.num_classes,
         )
         y = torch.as_tensor(noisy, dtype=torch.int64)
+    split_counts = counts  # the training set the spec describes, before any toy reduction
     toy = toy_settings()
     if toy is not None:
         keep = _covering_subset(clean, toy["train"], spec.seed)
@@ -356,6 +357,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         "train": (x, y),
         "test": (x_test, y_test),
         "train_counts": counts,
+        "split_train_counts": split_counts,
         "clean_labels": clean,
         "noisy_labels": np.asarray(y),
     }
@@ -571,6 +573,7 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "key": spec.key(),
         "profile_sizes": {"train": int(sum(counts)), "test": int(len(targets))},
         "train_counts": list(map(int, counts)),
+        "split_train_counts": list(map(int, prepared.get("split_train_counts", counts))),
         "history": record.history,
         "last_acc": float(ev["acc"]),
         "best_acc": float(record.best_acc) if record.best_acc is not None else None,
@@ -590,6 +593,24 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         out["transition_matrix"] = pmetrics.transition_matrix(clean, noisy, k).tolist()
         out["realised_noise_rate"] = float(pmetrics.realised_noise_rate(clean, noisy))
     return out
+
+
+def recorded_split_counts(specs: Sequence[RunSpec]) -> list[int] | None:
+    """The training class counts of the split the specs describe (long-tailed cut, training
+    subset; before a toy reduction), read from the first of ``specs`` that is cached: what a
+    notebook needs of the data when it renders from the cache without the dataset (e.g.
+    results unpacked from ``palviz runs unpack``). ``None`` when none is cached (or the runs
+    predate the record and are toy runs)."""
+    for spec in specs:
+        result = read_cached(spec)
+        if result is None:
+            continue
+        m = result.metrics
+        if "split_train_counts" in m:
+            return [int(c) for c in m["split_train_counts"]]
+        if "toy" not in m:
+            return [int(c) for c in m["train_counts"]]
+    return None
 
 
 def is_cached(spec: RunSpec) -> bool:

@@ -13,6 +13,7 @@ from test_paper_profile import write_cifar10
 
 from palviz import cli
 from palviz import experiments as ex
+from palviz.data import long_tail_counts
 from palviz.runcache import TOY_TEST, TOY_TRAIN
 
 
@@ -80,6 +81,10 @@ def test_toy_runs_keep_the_recipe_at_a_tiny_size(toy_paper):
     assert m["profile_sizes"]["train"] <= TOY_TRAIN + 100 and min(m["train_counts"]) >= 1
     assert m["profile_sizes"]["test"] == TOY_TEST
     assert m["train_counts"][0] > m["train_counts"][-1]  # still long-tailed
+    # the long-tailed split before the toy reduction, recorded for rendering without the data
+    split = long_tail_counts(100, 100, 100)
+    assert m["split_train_counts"] == split and sum(m["train_counts"]) < sum(split)
+    assert ex.recorded_split_counts([spec]) == split
     assert result.features()["features"].shape[1] == 64  # ResNet-32
     os.environ.pop("PALVIZ_TOY")
     assert not ex.is_cached(spec)  # a toy run never stands in for a real one
