@@ -890,6 +890,18 @@ def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
         f"has p (Holm) < {alpha:g} on the claimed side, contradicted when any member has it on "
         'the other side; under "any" consistent when one member has it on the claimed side.',
     ]
+    families = df[df["level"] == "family"]
+    counts = members.groupby(["notebook", "family"], sort=False).size()
+    thin = [
+        f for (nb, f), n in counts.items() if n == 1 and (families["family"] == f).any()
+        and families[families["family"] == f]["reading"].iloc[0] == "all"
+    ]  # fmt: skip
+    if thin:
+        names = "; ".join(f"*{f}*" for f in thin)
+        lines.append(
+            f"- *Read from one comparison here:* {names}: the sentence covers more settings "
+            "than this profile trains (the `full` profile reads more of them)."
+        )
     not_run = df[(df["level"] == "family") & (df["verdict"] == NOT_RUN)]
     if len(not_run):
         names = "; ".join(f"*{f}*" for f in not_run["family"])

@@ -618,6 +618,10 @@ def test_claims_explanation_computes_its_numbers_from_the_table(frame):
     assert "2 claims: 1 consistent" in text
     assert "0.25 for 3 pairs here" in text and "can never reach 0.05" in text  # 2 / 2**3
     assert "*missing beats CE*" in text  # the family this profile does not train
+    assert "Read from one comparison" not in text  # single claims are meant as one
+    wide = [pc.Claim("06", "all of it", "s", "CE", "PAL", {"imbalance_ratio": 100}, reading="all")]
+    text = pc.claims_explanation(pc.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
+    assert "*Read from one comparison here:* *all of it*" in text
     text = pc.claims_explanation(
         pc.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
     )
