@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from palviz.exercises import Exercise
+from palviz.metrics import mean_pairwise_cosine
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = {
     "01": "01_simplex_prototypes",
+    "02": "02_minority_collapse",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
@@ -35,6 +37,12 @@ EXERCISES = [
     for number, module in MODULES.items()
     for name, exercise in exercises_of(module).items()
 ]
+
+
+def _cosines(W, classes):
+    V = np.asarray(W)[classes]
+    V = V / np.linalg.norm(V, axis=1, keepdims=True)
+    return V @ V.T
 
 
 def _raises(*args):
@@ -56,10 +64,17 @@ WRONG = {
         (3, "should be your function"),
     ],
     "01.q3": [("grows", "you answered 'grows', but"), ("maybe", "answer one of")],
+    "02.q1": [(1 - 1 / 9, "subtracting a negative number adds"), (1.0, "target logit")],
+    "02.q2": [
+        (lambda W, c: _cosines(W, c).mean(), "includes the diagonal"),
+        (lambda W, c: np.asarray(W)[c], "should return one number"),
+        (lambda W, c: mean_pairwise_cosine(W), "not over `classes`"),
+    ],
+    "02.q3": [("rises", "it falls"), (-0.16, "answer one of")],
 }
 
 #: exercises whose answer is a function: one that raises must be reported, naming the call
-FUNCTIONS = {"01.q2": "simplex("}
+FUNCTIONS = {"01.q2": "simplex(", "02.q2": "mean_cosine("}
 
 
 def _solution_answer(exercise: Exercise):
