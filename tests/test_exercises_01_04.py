@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = {
     "01": "01_simplex_prototypes",
     "02": "02_minority_collapse",
+    "03": "03_weight_decay_and_norms",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
@@ -43,6 +44,15 @@ def _cosines(W, classes):
     V = np.asarray(W)[classes]
     V = V / np.linalg.norm(V, axis=1, keepdims=True)
     return V @ V.T
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _per_class(values, y, k):
+    return np.array([values[y == c].mean() for c in range(k)])
 
 
 def _raises(*args):
@@ -71,10 +81,22 @@ WRONG = {
         (lambda W, c: mean_pairwise_cosine(W), "not over `classes`"),
     ],
     "02.q3": [("rises", "it falls"), (-0.16, "answer one of")],
+    "03.q1": [(35, "many-shot"), (29, "count the classes with n_c < 20"), ("30", "a number")],
+    "03.q2": [
+        (lambda z, y, k: _per_class(_softmax(z)[np.arange(len(y)), y], y, k), "*true* class"),
+        (lambda z, y, k: _per_class(np.max(z, axis=1), y, k), "largest logit"),
+        (lambda z, y, k: np.ones(k + 1), "has shape"),
+    ],
+    "03.q3": [("stays", "it grows"), ("shrinks", "it grows")],
+    "03.q4": [("grows", "it stays"), (True, "answer one of")],
 }
 
 #: exercises whose answer is a function: one that raises must be reported, naming the call
-FUNCTIONS = {"01.q2": "simplex(", "02.q2": "mean_cosine("}
+FUNCTIONS = {
+    "01.q2": "simplex(",
+    "02.q2": "mean_cosine(",
+    "03.q2": "confidence_per_class(",
+}
 
 
 def _solution_answer(exercise: Exercise):
