@@ -304,6 +304,60 @@ def cmd_download(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
+    if getattr(args, "action", None) in ("pack", "unpack"):
+        from palviz import pack
+
+        try:
+            if args.action == "unpack":
+                done = pack.unpack(args.file, force=args.force)
+            else:
+                selected = notebooks(args.only)
+                numbers = [p.name[:2] for p in selected]
+                rows = planned_runs(selected, args.profile)
+                target = args.output or pack.default_name(args.profile)
+                done = pack.pack(
+                    target,
+                    rows,
+                    profile=args.profile,
+                    notebooks=numbers,
+                    with_checkpoints=args.with_checkpoints,
+                )
+        except pack.PackError as err:
+            if args.action == "unpack":
+                print(
+                    f"palviz runs unpack: {args.file}: {err}; refused, nothing was written "
+                    "to the run cache",
+                    file=sys.stderr,
+                )
+            else:
+                print(f"palviz runs pack: {err}; no archive written", file=sys.stderr)
+            return 2
+        missing = done.manifest["missing"]
+        if missing:
+            shown = "\n".join(
+                f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
+                for m in missing[:20]
+            )
+            more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
+            print(
+                f"warning: {len(missing)} planned run(s) of profile "
+                f"{done.manifest['profile']!r} are not in the archive (not cached when it "
+                f"was packed); `palviz figures` would train them:\n{shown}{more}",
+                file=sys.stderr,
+            )
+        if args.action == "unpack":
+            print(
+                f"unpacked {args.file}: {len(done.added)} run(s) added, "
+                f"{len(done.identical)} already cached (identical), {len(done.replaced)} "
+                f"replaced; profile {done.manifest['profile']!r}"
+            )
+        else:
+            what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
+            print(
+                f"packed {len(done.runs)} run(s) of profile {args.profile!r} ({what}) into "
+                f"{done.path}, {done.bytes / 1e6:.1f} MB"
+            )
+        return 0
     if args.check:
         return cmd_check(args)
     if args.clear:
@@ -586,12 +640,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
     )
     p.set_defaults(func=cmd_figures)
-    p = sub.add_parser("runs", help="list (or --clear) the cached training runs")
+    p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")
     p.add_argument("--clear", action="store_true")
     p.add_argument("--keys", nargs="+", metavar="KEY", help="with --clear: only these runs")
     p.add_argument("--check", action="store_true", help="verify every entry of the cache")
     p.add_argument("--fix", action="store_true", help="with --check: move broken entries aside")
-    p.set_defaults(func=cmd_runs)
+    p.set_defaults(func=cmd_runs, action=None)
+    actions = p.add_subparsers(dest="action", metavar="{pack,unpack}")
+    a = actions.add_parser("pack", help="the profile's cached runs into one archive, to hand out")
+    a.add_argument("--profile", choices=PROFILES, default="quick")
+    a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
+    a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
+    a = actions.add_parser("unpack", help="verify an archive of `runs pack`, add it to the cache")
+    a.add_argument("file", metavar="FILE")
+    a.add_argument("--force", action="store_true", help="replace cached runs that differ")
     p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
     p.add_argument("--profile", choices=PROFILES, default="quick")
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
