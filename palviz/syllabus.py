@@ -1,0 +1,194 @@
+"""The course's syllabus: what each lesson needs, what it teaches, how long it takes.
+
+:data:`SYLLABUS` is a literal table, one :class:`Plan` per lesson ``00``-``08``: the earlier
+lessons and the background knowledge it builds on, and an *estimate* of the study time in
+minutes (reading, following the maths, changing a parameter or two; not the run time). The
+goals are not kept here: they are each notebook's "What you will learn" block, which
+:func:`palviz.course.lessons` reads from the notebook itself.
+
+Measured run times are never typed either. They come only from a timing record that
+``palviz figures`` wrote (:func:`palviz.cli.timings_record`): ``figures_dir(profile)/
+timings.json`` if it exists, else the committed copy ``docs/results/<profile>/timings.json``
+(:func:`timing_record`). A lesson the record does not time is "not measured".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from palviz.files import figures_dir, project_root
+
+__all__ = [
+    "NOT_MEASURED",
+    "SYLLABUS",
+    "STUDY_TIME_NOTE",
+    "Plan",
+    "TimingRecord",
+    "record_paths",
+    "run_time_text",
+    "timing_record",
+]
+
+NOT_MEASURED = "not measured"
+STUDY_TIME_NOTE = (
+    "estimate, not measured: the time to read a lesson, follow its maths and change a "
+    "parameter or two, for a reader with the background listed"
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one lesson builds on and how long it is expected to take to study."""
+
+    lessons: tuple[str, ...]  # earlier lessons ("01"), in the order to read them
+    background: tuple[str, ...]  # knowledge from outside the course
+    study_minutes_estimate: int  # an estimate, never a measurement
+
+
+#: One entry per lesson, by its number (the notebook's first two characters).
+SYLLABUS: dict[str, Plan] = {
+    "00": Plan(
+        lessons=(),
+        background=(
+            "Python and NumPy",
+            "softmax classifiers and cross-entropy",
+            "training a network with SGD",
+        ),
+        study_minutes_estimate=30,
+    ),
+    "01": Plan(
+        lessons=("00",),
+        background=(
+            "inner products, unit vectors and orthonormal bases",
+            "gradient descent on a loss",
+        ),
+        study_minutes_estimate=60,
+    ),
+    "02": Plan(
+        lessons=("01",),
+        background=(
+            "constrained optimisation (an energy budget) and convexity",
+            "cosine similarity",
+        ),
+        study_minutes_estimate=60,
+    ),
+    "03": Plan(
+        lessons=("00", "02"),
+        background=("weight decay as an L2 penalty", "vector norms", "softmax confidence"),
+        study_minutes_estimate=45,
+    ),
+    "04": Plan(
+        lessons=("01",),
+        background=(
+            "gradients of the softmax cross-entropy",
+            "Lipschitz continuity",
+            "what label noise is",
+        ),
+        study_minutes_estimate=60,
+    ),
+    "05": Plan(
+        lessons=("00", "01"),
+        background=("log-sum-exp and softplus", "hinge (margin) losses"),
+        study_minutes_estimate=60,
+    ),
+    "06": Plan(
+        lessons=("00", "01", "02", "03", "05"),
+        background=(
+            "training CNNs on image data",
+            "confidence intervals and the paired t-test",
+        ),
+        study_minutes_estimate=90,
+    ),
+    "07": Plan(
+        lessons=("01", "04", "06"),
+        background=("label noise and robust losses", "confidence intervals"),
+        study_minutes_estimate=90,
+    ),
+    "08": Plan(
+        lessons=("01", "02", "05", "06"),
+        background=("dimensionality reduction for plots (what UMAP keeps and loses)",),
+        study_minutes_estimate=45,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TimingRecord:
+    """The parts of a ``timings.json`` the course pages show, and where it was read from."""
+
+    profile: str
+    date_utc: str  # "2026-12-02T02:28:19Z" as the record has it
+    cold: bool | None  # the run trained runs first (cold) or only read the cache (warm)
+    notebook_seconds: dict[str, float] = field(default_factory=dict)
+    training_seconds: float | None = None
+    runs_trained: int | None = None
+    source: Path | None = None
+
+    @property
+    def date(self) -> str:
+        """The record's day, ``YYYY-MM-DD`` (or the date as written if it is not ISO)."""
+        return self.date_utc[:10] if len(self.date_utc) >= 10 else self.date_utc
+
+    @property
+    def kind(self) -> str:
+        """``"cold"``, ``"warm"`` or ``"cold or warm not recorded"``."""
+        return {True: "cold", False: "warm"}.get(self.cold, "cold or warm not recorded")
+
+    def seconds(self, stem: str) -> float | None:
+        """The measured seconds of notebook ``stem`` (``"01_simplex_prototypes"``), or None."""
+        value = self.notebook_seconds.get(stem)
+        return float(value) if isinstance(value, int | float) else None
+
+
+def _read(path: Path, profile: str) -> TimingRecord | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("notebook_seconds"), dict):
+        return None
+    cold = raw.get("cold")
+    return TimingRecord(
+        profile=str(raw.get("profile") or profile),
+        date_utc=str(raw.get("date_utc") or "date not recorded"),
+        cold=cold if isinstance(cold, bool) else None,
+        notebook_seconds=dict(raw["notebook_seconds"]),
+        training_seconds=raw.get("training_seconds"),
+        runs_trained=raw.get("runs_trained"),
+        source=path,
+    )
+
+
+def record_paths(
+    profile: str, figures: Path | None = None, results: Path | None = None
+) -> tuple[Path, Path]:
+    """Where :func:`timing_record` looks, in order: ``figures/timings.json`` (default
+    ``figures_dir(profile)``), then ``results/<profile>/timings.json`` (default
+    ``docs/results/``)."""
+    figures = Path(figures) if figures is not None else figures_dir(profile)
+    results = Path(results) if results is not None else project_root() / "docs" / "results"
+    return figures / "timings.json", results / profile / "timings.json"
+
+
+def timing_record(
+    profile: str, figures: Path | None = None, results: Path | None = None
+) -> TimingRecord | None:
+    """The timing record of ``profile``: ``figures/timings.json`` (default
+    ``figures_dir(profile)``) if present and readable, else ``results/<profile>/timings.json``
+    (default ``docs/results/``, the committed copies); None if neither exists."""
+    for path in record_paths(profile, figures, results):
+        if path.is_file():
+            record = _read(path, profile)
+            if record is not None:
+                return record
+    return None
+
+
+def run_time_text(record: TimingRecord | None, stem: str) -> str:
+    """``"22.2 s (quick, 2026-12-02, cold)"``, or ``"not measured"``."""
+    seconds = record.seconds(stem) if record is not None else None
+    if seconds is None:
+        return NOT_MEASURED
+    return f"{seconds:.1f} s ({record.profile}, {record.date}, {record.kind})"
