@@ -20,6 +20,7 @@ from palviz.exercises import Exercise, Feedback
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = {
     "05": "05_margins_lmsce_ldam_elm",
+    "06": "06_long_tailed",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
