@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ LESSONS = {
     "01": "01_simplex_prototypes",
     "02": "02_minority_collapse",
     "03": "03_weight_decay_and_norms",
+    "04": "04_lipschitz_bounds_vs_s",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
@@ -89,6 +91,14 @@ WRONG = {
     ],
     "03.q3": [("stays", "it grows"), ("shrinks", "it grows")],
     "03.q4": [("grows", "it stays"), (True, "answer one of")],
+    "04.q1": [(0.5299654, "B = eta"), (9.6264, "clean-data scale"), (-0.7867, "wrong sign")],
+    "04.q2": [
+        (lambda k, B: k * (1 - math.exp(-B)) / (1 + (k - 1) * math.exp(-B)), "-kB/(k-1)"),
+        (lambda k, B: [1.0, 2.0], "should be a number"),
+        (lambda k, B: k, "lambda_pal(2, 0.5)"),
+    ],
+    "04.q3": [("grows", "it shrinks"), ("stays", "it shrinks")],
+    "04.q4": [("anchored", "equal"), ("learnable", "2 tanh B"), ("bigger", "answer one of")],
 }
 
 #: exercises whose answer is a function: one that raises must be reported, naming the call
@@ -96,6 +106,7 @@ FUNCTIONS = {
     "01.q2": "simplex(",
     "02.q2": "mean_cosine(",
     "03.q2": "confidence_per_class(",
+    "04.q2": "lambda_pal(",
 }
 
 
