@@ -381,8 +381,10 @@ def entry_problem(folder: Path, *, thorough: bool = False) -> str | None:
     unreadable).
 
     Checked: ``metrics.json`` parses and names the folder's key; ``features.npz`` holds its
-    arrays (read with ``allow_pickle=False``); ``checkpoint.pt`` is a complete archive
-    (``thorough``: loads with ``torch.load(weights_only=True)``). Nothing is unpickled.
+    arrays (read with ``allow_pickle=False``); ``checkpoint.pt``, if there is one, is a
+    complete archive (``thorough``: loads with ``torch.load(weights_only=True)``). A finished
+    run needs no checkpoint (only resuming a run reads it; ``palviz runs pack`` leaves it out
+    by default). Nothing is unpickled.
     """
     done = folder / "metrics.json"
     checkpoint = folder / "checkpoint.pt"
@@ -411,8 +413,8 @@ def entry_problem(folder: Path, *, thorough: bool = False) -> str | None:
                     arrays[name]  # reads every array (and checks its CRC)
     except Exception as err:  # noqa: BLE001 - any failure to read is the finding
         return f"features.npz is not readable: {type(err).__name__}: {err}"
-    if not checkpoint.exists():
-        return "checkpoint.pt is missing"
+    if not checkpoint.exists():  # a finished run is read without it (e.g. unpacked results)
+        return None
     return _checkpoint_problem(checkpoint, thorough=thorough)
 
 
