@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = {
     "05": "05_margins_lmsce_ldam_elm",
     "06": "06_long_tailed",
+    "07": "07_noisy_labels",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
