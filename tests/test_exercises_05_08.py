@@ -22,6 +22,7 @@ LESSONS = {
     "05": "05_margins_lmsce_ldam_elm",
     "06": "06_long_tailed",
     "07": "07_noisy_labels",
+    "08": "08_feature_geometry",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
