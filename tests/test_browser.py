@@ -755,6 +755,84 @@ def test_front_page_lists_every_lesson_and_links_the_built_ones(course_pages, of
         )
 
 
+def _exercise_source(answer: str) -> list[str]:
+    """The lines of lesson 01's first exercise cell with ``answer`` in place of the blank."""
+    return ["from palviz.exercises import ex01", "", f"answer = {answer}", "ex01.q1.check(answer)"]
+
+
+def test_lab_exercise_cell_says_not_yet_then_right(lab, browser):
+    """Lesson 01's first exercise typed into JupyterLab: a wrong answer run with Shift+Enter
+    shows "Not yet.", the right one "Right." (the check runs in the kernel; no Run All)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    stem = STEMS[0]
+    source = nbformat.read(lab.root_dir / f"{stem}.ipynb", as_version=4)
+    index = next(
+        i
+        for i, cell in enumerate(source.cells)
+        if cell.cell_type == "code" and "ex01.q1.check(" in cell.source
+    )
+    driver = start_chromium(*browser)
+    try:
+        driver.get(lab.url(f"lab/workspaces/palviz-exercise/tree/{stem}.ipynb"))
+
+        def opened():
+            _accept_kernel_dialog(driver)
+            state = _notebook_state(driver)
+            return len(state["cells"]) == len(source.cells) and state["status"] == "idle"
+
+        wait_for(
+            lambda: opened() and _kernel_state(lab, stem) == "idle",
+            240,
+            lambda: (
+                f"{stem}: not open with an idle kernel: "
+                + _pending(_notebook_state(driver), source)
+            ),
+        )
+
+        def run_with(answer: str, wanted: str) -> str:
+            cell = driver.find_elements(By.CSS_SELECTOR, ".jp-NotebookPanel .jp-Cell")[index]
+            editor = cell.find_element(By.CSS_SELECTOR, ".cm-content")
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
+            editor.click()
+            keys = ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL)
+            for n, line in enumerate(_exercise_source(answer)):
+                keys = keys.send_keys(*([Keys.ENTER] if n else []), *([line] if line else []))
+            keys.key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()
+            typed = lambda: editor.text  # noqa: E731
+
+            def shown():
+                state = _notebook_state(driver)
+                out = state["cells"][index]
+                text = " ".join(o["text"] for o in out["outputs"])
+                done = re.fullmatch(r"\[\d+\]:", out["prompt"]) and state["status"] == "idle"
+                return done and wanted in text and text
+
+            return wait_for(
+                shown,
+                180,
+                lambda: (
+                    f"{stem}: cell {index} with {typed()!r} run: no {wanted!r}; it shows "
+                    f"{_notebook_state(driver)['cells'][index]}"
+                ),
+            )
+
+        wrong = run_with("0.25", "Not yet.")
+        assert "wrong sign" in wrong, f"{stem}: the wrong answer's message: {wrong}"
+        right = run_with("-1 / (5 - 1)", "Right.")
+        assert "Not yet." not in right, f"{stem}: the old feedback is still shown: {right}"
+        driver.save_screenshot(str(SHOTS / f"lab_{_short(stem)}_exercise.png"))
+    finally:
+        quit_chromium(driver)
+        if lab.process.poll() is None:
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                session = lab.session(f"{stem}.ipynb")
+                if session:
+                    lab.api("DELETE", f"api/sessions/{session['id']}")
+
+
 def test_repository_notebooks_and_outputs_untouched(repo_before, lab, figures_build):
     """Runs last: JupyterLab's autosave and the kernels wrote only to temporary folders."""
     lab.stop()  # nothing may be written after the check: stop the kernels and the server first
