@@ -3,6 +3,7 @@ same datasets, networks and recipes, 1 epoch on a few hundred samples), on stand
 CIFAR-100 and MNIST files in their real on-disk formats."""
 
 import gzip
+import json
 import os
 import pickle
 import struct
@@ -91,18 +92,82 @@ def test_toy_runs_keep_the_recipe_at_a_tiny_size(toy_paper):
 
 
 SLOW = pytest.mark.skipif(not os.environ.get("PALVIZ_SLOW"), reason="set PALVIZ_SLOW=1")
+_FOLDERS = ("DATA", "RUNS", "FIGURES", "BUILD")
 
 
-@pytest.mark.parametrize(
-    "number",
-    [
-        # 56 runs, about 105 s on two cores
-        "06",
-        # about 300 runs, a third of them ResNet-34: tens of minutes on a CPU
-        pytest.param("07", marks=[pytest.mark.slow, SLOW]),
-        "08",
-    ],
-)
-def test_paper_branch_of_the_notebook_runs_at_toy_size(number, toy_paper):
-    assert cli.main(["figures", "--profile", "paper", "--only", number]) == 0
-    assert list((toy_paper / "figures" / "paper").glob(f"{number}_*.png"))
+@pytest.fixture(scope="module")
+def toy_cache(tmp_path_factory):
+    """Notebooks 06 and 08 of the paper profile trained and rendered once at toy size on the
+    stand-in files (06 trains its runs, 08 reuses them); the tests below read that cache."""
+    root = tmp_path_factory.mktemp("toy_paper")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _FOLDERS:
+            patch.setenv(f"PALVIZ_{name}", str(root / name.lower()))
+        patch.setenv("PALVIZ_TOY", "1")
+        data = root / "data"
+        write_cifar10(data, per_class_train=100, per_class_test=10)
+        write_cifar100(data)
+        write_mnist(data)
+        assert cli.main(["figures", "--profile", "paper", "--only", "06", "08"]) == 0
+        yield root
+
+
+def test_paper_branch_of_notebooks_06_and_08_runs_at_toy_size(toy_cache):
+    for number in ("06", "08"):
+        assert list((toy_cache / "figures" / "paper").glob(f"{number}_*.png")), number
+
+
+@pytest.mark.slow
+@SLOW
+def test_paper_branch_of_notebook_07_runs_at_toy_size(toy_paper):
+    """About 300 runs, a third of them ResNet-34: tens of minutes on a CPU."""
+    assert cli.main(["figures", "--profile", "paper", "--only", "07"]) == 0
+    assert list((toy_paper / "figures" / "paper").glob("07_*.png"))
+
+
+def _rendered(figures):
+    """What a render leaves that a reader reads: the claims, the result tables, the figures."""
+    files = sorted(p for p in figures.iterdir() if p.suffix in (".csv", ".md", ".png"))
+    return {p.name: p.read_bytes() for p in files}
+
+
+def test_packed_paper_results_render_without_a_gpu_or_the_datasets(
+    toy_cache, tmp_path, monkeypatch
+):
+    """A teacher packs the trained runs; a student with an empty cache and no datasets
+    unpacks them and renders 06 and 08 of the paper profile: the same figures, tables and
+    claims, and nothing trains."""
+    archive = tmp_path / "paper.tar.gz"
+    for name in _FOLDERS:
+        monkeypatch.setenv(f"PALVIZ_{name}", str(toy_cache / name.lower()))
+    monkeypatch.setenv("PALVIZ_TOY", "1")
+    assert (
+        cli.main(["runs", "pack", "--profile", "paper", "--only", "06", "08", "-o", str(archive)])
+        == 0
+    )
+    before = _rendered(toy_cache / "figures" / "paper")
+    for name in _FOLDERS:  # the student's machine: an empty cache and no data
+        monkeypatch.setenv(f"PALVIZ_{name}", str(tmp_path / name.lower()))
+    (tmp_path / "data").mkdir()
+    assert cli.main(["runs", "unpack", str(archive)]) == 0
+    assert cli.main(["figures", "--profile", "paper", "--only", "06", "08"]) == 0
+    after = _rendered(tmp_path / "figures" / "paper")
+    record = json.loads((tmp_path / "figures" / "paper" / "timings.json").read_text())
+    assert record["runs_trained"] == 0 and not record["cold"]
+    assert not list((tmp_path / "data").iterdir())  # nothing was downloaded
+    assert sorted(after) == sorted(before)
+    text = [n for n in before if not n.endswith(".png")]
+    assert text and all(after[n] == before[n] for n in text), "tables or claims differ"
+    png = [n for n in before if n.endswith(".png")]
+    differ = [n for n in png if after[n] != before[n]]
+    assert not differ, f"figures differ after unpacking: {differ}"
+
+
+def test_the_paper_profile_without_its_runs_or_data_says_what_is_missing(
+    tmp_path, monkeypatch, capsys
+):
+    for name in _FOLDERS:
+        monkeypatch.setenv(f"PALVIZ_{name}", str(tmp_path / name.lower()))
+    assert cli.main(["figures", "--profile", "paper", "--only", "06"]) == 2
+    err = capsys.readouterr().err
+    assert "cifar10" in err and "palviz download" in err and "palviz runs unpack" in err
