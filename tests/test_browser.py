@@ -613,7 +613,16 @@ def _open_offline(driver, path: Path, wait_mathjax: bool = True) -> list[str]:
 def _check_maths(driver, name: str, prose_selector: str) -> None:
     state = driver.execute_script(MATHJAX_STATE_JS)
     assert state["typeset"] > 0 and state["errors"] == 0, f"{name}: MathJax state {state}"
-    text = driver.execute_script("return document.body.innerText")
+    # the page as a reader reads it, without the code cells' source (code may hold TeX in a
+    # string that a computed Markdown output typesets)
+    text = driver.execute_script(
+        "const code = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea'));"
+        "const shown = code.map(e => e.style.display);"
+        "code.forEach(e => { e.style.display = 'none'; });"
+        "const text = document.body.innerText;"
+        "code.forEach((e, i) => { e.style.display = shown[i]; });"
+        "return text"
+    )
     for raw in ("$$", "\\frac", "Math Processing Error"):
         assert raw not in text, f"{name}: the page shows {raw!r}: ...{_around(text, raw)}..."
     leftovers = []
