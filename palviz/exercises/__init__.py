@@ -2,6 +2,12 @@
 ``ex01.q1``, ``ex01.q2``, ... (:class:`~palviz.exercises.core.Exercise`), each with
 ``.check(answer)``, ``.hint()`` and ``.solution()``. See :mod:`palviz.exercises.core`."""
 
-from palviz.exercises.core import Exercise, Feedback, compare_array, compare_number
+from palviz.exercises.core import (
+    Exercise,
+    Feedback,
+    compare_array,
+    compare_number,
+    read_choice,
+)
 
-__all__ = ["Exercise", "Feedback", "compare_array", "compare_number"]
+__all__ = ["Exercise", "Feedback", "compare_array", "compare_number", "read_choice"]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Exercise", "Feedback", "compare_array", "compare_number"]
+__all__ = ["Exercise", "Feedback", "compare_array", "compare_number", "read_choice"]
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,16 @@ class Feedback:
     def __bool__(self) -> bool:
         return self.ok
 
+    def _mark(self) -> str:
+        return "Right." if self.ok else ("Not answered yet." if not self.answered else "Not yet.")
+
     def __str__(self) -> str:
-        mark = "Right." if self.ok else ("Not answered yet." if not self.answered else "Not yet.")
-        return f"{mark} {self.message}".strip()
+        return f"{self._mark()} {self.message}".strip()
 
     def _repr_markdown_(self) -> str:
         colour = "#1a7f37" if self.ok else ("#6e7781" if not self.answered else "#b35900")
-        text = html.escape(str(self))
-        return f'<span style="color:{colour}"><b>{text.split(" ", 1)[0]}</b></span> ' + (
-            text.split(" ", 1)[1] if " " in text else ""
-        )
+        mark = f'<span style="color:{colour}"><b>{self._mark()}</b></span>'
+        return f"{mark} {html.escape(self.message)}".strip()
 
 
 @dataclass(frozen=True)
@@ -153,3 +153,15 @@ def compare_array(
     worst = float(np.max(np.abs(a - e)))
     at = tuple(int(i) for i in where)
     return f"{name} differs from the expected values by up to {worst:.3g} (at index {at})"
+
+
+def read_choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """A "predict, then run" answer among named ``choices``: ``(choice, None)`` (quotes,
+    spaces and case ignored), or ``(None, what is wrong)`` when it is not one of them."""
+    allowed = ", ".join(repr(c) for c in choices)
+    if not isinstance(answer, str):
+        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
+    picked = answer.strip().strip("'\"").lower()
+    if picked not in choices:
+        return None, f"answer one of {allowed}, got {answer!r}"
+    return picked, None

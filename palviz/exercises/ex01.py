@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from palviz.exercises.core import Exercise, compare_array, compare_number
+from palviz.exercises.core import Exercise, compare_array, compare_number, read_choice
 from palviz.heads import simplex_prototypes
 from palviz.metrics import min_prototype_angle, prototype_cosines
 
@@ -41,17 +41,6 @@ def _simplex_cosine(k: int) -> float:
     """The pairwise cosine of palviz's closed-form simplex of k classes (all pairs agree)."""
     W = simplex_prototypes(k, k, method="etf", seed=0).double().numpy()
     return float(_off_diagonal(prototype_cosines(W)).mean())
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 # --- q1 -----------------------------------------------------------------------------------------
@@ -170,7 +159,7 @@ def _q3_truth() -> tuple[str, dict[int, float]]:
 
 
 def _judge_q3(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     truth, angles = _q3_truth()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from palviz.exercises.core import Exercise, compare_number
+from palviz.exercises.core import Exercise, compare_number, read_choice
 from palviz.heads import simplex_prototypes
 from palviz.layer_peeled import minority_collapse_sweep
 from palviz.metrics import mean_pairwise_cosine, sample_margins
@@ -32,17 +32,6 @@ Q1_K = 10
 #: The layer-peeled problem of q2 and q3 (the notebook's run cell makes the same call).
 SWEEP = dict(ratios=[1.0, 10.0, 1000.0], k_major=5, k_minor=5, E_W=5.0, E_H=5.0, steps=100, seed=0)
 CHOICES = ("rises", "falls", "stays")
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 @cache
@@ -171,7 +160,7 @@ q2 = Exercise(
 
 # --- q3 -----------------------------------------------------------------------------------------
 def _judge_q3(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     sweep = _sweep()

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from palviz.data import long_tail_counts
-from palviz.exercises.core import Exercise, compare_array, compare_number
+from palviz.exercises.core import Exercise, compare_array, compare_number, read_choice
 from palviz.metrics import mean_confidence_per_class, per_class_accuracy, shot_groups
 
 __all__ = ["demo_logits", "q1", "q2", "q3", "q4"]
@@ -40,17 +40,6 @@ def demo_logits(
     z = rng.normal(size=(n, num_classes))
     z[np.arange(n), y] += 1.5
     return z, y
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 # --- q1 -----------------------------------------------------------------------------------------
@@ -191,7 +180,7 @@ def _doubled() -> dict[str, tuple[float, float]]:
 
 def _doubling_judge(quantity: str, why: str):
     def judge(answer: Any) -> str | None:
-        picked, problem = _choice(answer, CHOICES)
+        picked, problem = read_choice(answer, CHOICES)
         if problem:
             return problem
         before, after = _doubled()[quantity]

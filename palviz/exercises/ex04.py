@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from palviz.exercises.core import Exercise, compare_number
+from palviz.exercises.core import Exercise, compare_number, read_choice
 from palviz.theory import (
     fnpal_max_confidence,
     lipschitz_normalized_unanchored_lower_bound,
@@ -34,17 +34,6 @@ Q3_K, Q3_ETAS = 10, (0.0, 0.8)
 Q4_K, Q4_B = 2, 1.0
 CHOICES = ("grows", "shrinks", "stays")
 WHICH = ("anchored", "learnable", "equal")
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 # --- q1 -----------------------------------------------------------------------------------------
@@ -157,7 +146,7 @@ def _q3_values() -> list[tuple[float, float, float, float]]:
 
 
 def _judge_q3(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     (e0, s0, p0, l0), (e1, s1, p1, l1) = _q3_values()
@@ -191,7 +180,7 @@ q3 = Exercise(
 
 # --- q4 -----------------------------------------------------------------------------------------
 def _judge_q4(answer: Any) -> str | None:
-    picked, problem = _choice(answer, WHICH)
+    picked, problem = read_choice(answer, WHICH)
     if problem:
         return problem
     anchored = lipschitz_pal(Q4_K, Q4_B)

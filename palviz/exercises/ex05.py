@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from palviz.data import long_tail_counts
-from palviz.exercises import Exercise, compare_array, compare_number
+from palviz.exercises import Exercise, compare_array, compare_number, read_choice
 from palviz.theory import elm_effective_margins, ldam_margins
 
 __all__ = ["q1", "q2", "q3", "q4"]
@@ -43,17 +43,6 @@ CHOICES = ("grows", "shrinks", "stays")
 
 def _close(a: float, b: float, rtol: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-9)
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 def _as_array(out: Any) -> np.ndarray | None:
@@ -229,7 +218,7 @@ def q4_values() -> dict[float, float]:
 
 
 def _judge_q4(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     values = q4_values()

@@ -25,7 +25,7 @@ from scipy import stats
 
 from palviz.claims import paired_difference
 from palviz.data import long_tail_counts
-from palviz.exercises import Exercise, compare_number
+from palviz.exercises import Exercise, compare_number, read_choice
 from palviz.losses import class_balanced_weights, inverse_frequency_weights
 from palviz.metrics import SHOT_GROUPS, shot_groups
 
@@ -43,17 +43,6 @@ Q5_CASES = (  # (baseline, method): accuracies (%) of five paired seeds, then of
 
 def _close(a: float, b: float, rtol: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-9)
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 # --- q1 ------------------------------------------------------------------------------------------
@@ -206,7 +195,7 @@ q3 = Exercise(
 
 # --- q4 ------------------------------------------------------------------------------------------
 def _judge_q4(answer: Any) -> str | None:
-    picked, problem = _choice(answer, tuple(SHOT_GROUPS))
+    picked, problem = read_choice(answer, tuple(SHOT_GROUPS))
     if problem:
         return problem
     counts = long_tail_counts(*Q4_SET)

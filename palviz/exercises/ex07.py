@@ -23,7 +23,7 @@ import numpy as np
 
 from palviz.claims import holm
 from palviz.data import add_label_noise
-from palviz.exercises import Exercise, compare_number
+from palviz.exercises import Exercise, compare_number, read_choice
 from palviz.metrics import realised_noise_rate
 from palviz.theory import lipschitz_pal, noise_aware_scale
 
@@ -40,17 +40,6 @@ NUM_CLASSES = 10  # the classes the flipped labels of q2 and q3 move to
 
 def _close(a: float, b: float, rtol: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 def _one_class_noise(n_c: int, eta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -185,7 +174,7 @@ def q4_values() -> dict[float, tuple[float, float]]:
 
 
 def _judge_q4(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     values = q4_values()

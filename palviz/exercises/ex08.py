@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from palviz.exercises import Exercise, compare_array, compare_number
+from palviz.exercises import Exercise, compare_array, compare_number, read_choice
 from palviz.heads import AnchoredHead, CosineHead, simplex_prototypes
 from palviz.metrics import feature_norms_per_class, min_prototype_angle
 
@@ -36,17 +36,6 @@ CHOICES = ("double", "stay", "halve")
 
 def _close(a: float, b: float, rtol: float = 1e-3) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
-
-
-def _choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str | None]:
-    """``(choice, None)``, or ``(None, what is wrong)`` when the answer is not one of them."""
-    allowed = ", ".join(repr(c) for c in choices)
-    if not isinstance(answer, str):
-        return None, f"answer one of {allowed} (a string), got {type(answer).__name__} {answer!r}"
-    picked = answer.strip().strip("'\"").lower()
-    if picked not in choices:
-        return None, f"answer one of {allowed}, got {answer!r}"
-    return picked, None
 
 
 def _q3_cases() -> list[tuple[np.ndarray, np.ndarray, int]]:
@@ -208,7 +197,7 @@ def q4_ratios() -> dict[str, float]:
 
 
 def _judge_q4(answer: Any) -> str | None:
-    picked, problem = _choice(answer, CHOICES)
+    picked, problem = read_choice(answer, CHOICES)
     if problem:
         return problem
     ratios = q4_ratios()
