@@ -125,6 +125,7 @@ class TimingRecord:
     training_seconds: float | None = None
     runs_trained: int | None = None
     source: Path | None = None
+    partial: bool = False  # the record of `palviz figures --only ...`: some notebooks only
 
     @property
     def date(self) -> str:
@@ -158,6 +159,7 @@ def _read(path: Path, profile: str) -> TimingRecord | None:
         training_seconds=raw.get("training_seconds"),
         runs_trained=raw.get("runs_trained"),
         source=path,
+        partial=bool(raw.get("only")),
     )
 
 
@@ -177,13 +179,15 @@ def timing_record(
 ) -> TimingRecord | None:
     """The timing record of ``profile``: ``figures/timings.json`` (default
     ``figures_dir(profile)``) if present and readable, else ``results/<profile>/timings.json``
-    (default ``docs/results/``, the committed copies); None if neither exists."""
-    for path in record_paths(profile, figures, results):
-        if path.is_file():
-            record = _read(path, profile)
-            if record is not None:
-                return record
-    return None
+    (default ``docs/results/``, the committed copies); a record of some notebooks only
+    (``--only``) is used only when no record of all of them exists; None if neither
+    exists."""
+    found = [_read(path, profile) for path in record_paths(profile, figures, results)]
+    found = [r for r in found if r is not None]
+    # a run of some notebooks only (`palviz figures --only 02`) gives way to a record that
+    # times every lesson, so the syllabus does not lose the other lessons' times
+    complete = [r for r in found if not r.partial]
+    return (complete or found or [None])[0]
 
 
 def run_time_text(record: TimingRecord | None, stem: str) -> str:

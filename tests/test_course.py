@@ -381,3 +381,16 @@ def test_course_pages_load_nothing_from_the_network(tmp_path):
         assert not remote, f"{page.name} would fetch {remote}"
         for src in re.findall(r'<script\b[^>]*\bsrc="([^"]+)"', text):
             assert (out / src.split("?")[0]).is_file(), f"{page.name}: {src} is not in the build"
+
+
+def test_a_record_of_some_notebooks_only_gives_way_to_a_complete_one(tmp_path):
+    """`palviz figures --only 02` after a full run must not blank the other lessons' times."""
+    partial = {**_record(**{"02_minority": 20.3}), "only": ["02"]}
+    committed = _record(date="2025-05-05T00:00:00Z", cold=True, **{"00_tour": 99.0})
+    out = _course(tmp_path, record=partial, committed=committed)
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "99.0 s" in _row(page, "00")
+    record = syllabus.timing_record("quick", tmp_path / "figures", tmp_path / "results")
+    assert record.source == tmp_path / "results" / "quick" / "timings.json"
+    alone = syllabus.timing_record("quick", tmp_path / "figures", tmp_path / "nothing")
+    assert alone.partial and alone.seconds("02_minority") == 20.3  # used when it is all there is
