@@ -31,6 +31,10 @@ private names):
 - :mod:`palviz.plots_geometry` what a ReLU feature can reach, per orientation (notebook 01)
 - :mod:`palviz.experiment_plots` the experiment figures of 06-08 (seaborn on the results frame)
 - :mod:`palviz.course`   the executed notebooks as offline pages and the course's front page
+- :mod:`palviz.syllabus` the course's syllabus and the measured run times of the lessons
+- :mod:`palviz.exercises` the lessons' self-checking exercises (``ex01`` ... ``ex08``)
+- :mod:`palviz.report`   the README's measured blocks, written from ``docs/results/``
+- :mod:`palviz.pack`     ``palviz runs pack`` / ``unpack``: cached runs as one checked archive
 - :mod:`palviz.runcache` a run as plain data (``RunSpec``, checked when made), the run cache,
   ``run`` (train one spec in this process, or read it)
 - :mod:`palviz.cluster`  ``run_many`` / ``run_grouped``: many runs through local process pools
