@@ -103,19 +103,18 @@ CLAIM_COLUMNS = (
 #: comparison).
 READINGS = ("all", "any", "single")
 
-_TEXT_COLUMNS = (
-    "profile",
-    "notebook",
-    "family",
-    "level",
-    "reading",
-    "claim",
-    "source",
-    "comparison",
-    "metric",
-    "seeds",
-    "verdict",
+_NUMBER_COLUMNS = (
+    "n_seeds",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_signflip",
+    "p_holm",
+    "steps_per_run",
+    "paper_steps",
 )
+_TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
 
 #: Metrics of :func:`palviz.tables.results_frame` that are accuracies (fractions), reported
 #: by :func:`evaluate_claims` in percentage points.

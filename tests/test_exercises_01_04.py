@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from palviz.exercises import Exercise
+from palviz.exercises.core import exercises_of
 from palviz.metrics import mean_pairwise_cosine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,14 +26,6 @@ LESSONS = {
     "04": "04_lipschitz_bounds_vs_s",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
-
-
-def exercises_of(module) -> dict[str, Exercise]:
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if re.fullmatch(r"q\d+", name) and isinstance(value, Exercise)
-    }
 
 
 EXERCISES = [

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from palviz.exercises import Exercise, Feedback
+from palviz.exercises.core import exercises_of
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = {
@@ -25,14 +26,6 @@ LESSONS = {
     "08": "08_feature_geometry",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
-
-
-def exercises_of(module) -> dict[str, Exercise]:
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if re.fullmatch(r"q\d+", name) and isinstance(value, Exercise)
-    }
 
 
 EXERCISES = {

@@ -19,13 +19,21 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Exercise", "Feedback", "compare_array", "compare_number", "read_choice"]
+__all__ = [
+    "Exercise",
+    "Feedback",
+    "compare_array",
+    "compare_number",
+    "exercises_of",
+    "read_choice",
+]
 
 
 @dataclass(frozen=True)
@@ -165,3 +173,13 @@ def read_choice(answer: Any, choices: tuple[str, ...]) -> tuple[str | None, str 
     if picked not in choices:
         return None, f"answer one of {allowed}, got {answer!r}"
     return picked, None
+
+
+def exercises_of(module: Any) -> dict[str, Exercise]:
+    """The exercises of a lesson module (``palviz.exercises.ex01``): its ``q1``, ``q2``, ...
+    in the order they are defined."""
+    return {
+        name: value
+        for name, value in vars(module).items()
+        if re.fullmatch(r"q\d+", name) and isinstance(value, Exercise)
+    }
