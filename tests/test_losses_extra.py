@@ -15,6 +15,17 @@ import math
 import numpy as np
 import pytest
 import torch
+from test_losses import (  # the independent references, shared with test_losses
+    C10,
+    CIFAR10_LT_100,
+    SHAPE_IDS,
+    SHAPES,
+    TOL,
+    class_weights,
+    counts_for,
+    lse,
+    value,
+)
 from torch import nn
 
 from palviz import methods, plan, recipes, runcache
@@ -31,21 +42,9 @@ from palviz.losses import (
 from palviz.models import make_model
 from palviz.train import TrainConfig, fit
 
-TOL = 1e-5
-CIFAR10_LT_100 = [5000, 2997, 1796, 1077, 645, 387, 232, 139, 83, 50]
-SHAPES = [(1, 3), (7, 10), (64, 10), (33, 100)]
-SHAPE_IDS = [f"N{n}-C{c}" for n, c in SHAPES]
-
-
 # ---------------------------------------------------------------------------------------------
 # Independent references: float64, one sample at a time
 # ---------------------------------------------------------------------------------------------
-
-
-def lse(v: np.ndarray) -> float:
-    """log sum_j exp(v_j), stabilised by the maximum."""
-    m = float(np.max(v))
-    return m + math.log(float(np.sum(np.exp(v - m))))
 
 
 def weighted_mean(terms, y, w) -> float:
@@ -93,13 +92,6 @@ def ref_inverse_frequency(counts) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-def counts_for(c: int) -> list[int]:
-    """Long-tailed class counts (rho = 100); the CIFAR-10-LT ones for C = 10."""
-    if c == 10:
-        return list(CIFAR10_LT_100)
-    return [int(500 * (1 / 100) ** (i / (c - 1))) for i in range(c)]
-
-
 def batch(n: int, c: int, seed: int, spread: float = 3.0):
     """Seeded float32 logits ``[n, c]`` and targets ``[n]``, with exact float64 copies."""
     g = torch.Generator().manual_seed(seed)
@@ -112,15 +104,6 @@ def features_for(n: int, d: int, seed: int, relu: bool = True) -> torch.Tensor:
     """Seeded float32 penultimate features ``[n, d]`` (non-negative, as after a ReLU)."""
     h = torch.randn(n, d, generator=torch.Generator().manual_seed(seed))
     return h.relu() if relu else h
-
-
-def class_weights(c: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).uniform(0.2, 3.0, size=c)
-
-
-def value(loss: torch.Tensor) -> float:
-    assert loss.ndim == 0
-    return float(loss.detach())
 
 
 def ib_stage(loss: IBFocalLoss) -> IBFocalLoss:
@@ -367,7 +350,6 @@ def test_ib_upcasts_low_precision_logits_and_features():
 # Bad arguments: the message names the argument, the value and what is allowed
 # ---------------------------------------------------------------------------------------------
 
-C10 = CIFAR10_LT_100
 INVALID_ARGUMENTS = [
     (lambda: LogitAdjustedLoss([]), ValueError, ["cls_num_list", "[]"]),
     (lambda: LogitAdjustedLoss([10, 0, 5]), ValueError, ["cls_num_list", "[10, 0, 5]", "> 0"]),
