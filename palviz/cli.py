@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -114,14 +115,32 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": path.parent}}
-    )
-    try:
-        client.execute(env=kernel_environment(profile))
-    finally:
-        write_page(nb, out_dir, path.stem)
+    with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
+        client = NotebookClient(
+            nb,
+            config=kernel_config(Path(sockets)),
+            timeout=timeout,
+            kernel_name="python3",
+            resources={"metadata": {"path": path.parent}},
+        )
+        try:
+            client.execute(env=kernel_environment(profile))
+        finally:
+            write_page(nb, out_dir, path.stem)
     return time.perf_counter() - start
+
+
+def kernel_config(sockets: Path):
+    """The configuration of a notebook's kernel manager: on POSIX its kernel talks over Unix
+    sockets in the private folder ``sockets``. Two kernels started at once over TCP can pick
+    the same free port (each binds port 0, releases it, and the kernel binds it again later):
+    one then dies with "Address already in use". Sockets in a folder of their own cannot
+    collide. (nbclient makes the manager from this, so it also shuts the kernel down.)"""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
 
 
 def figure_jobs(jobs: int | None, n_notebooks: int) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -113,3 +115,38 @@ def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch,
     )
     assert cli.main(["figures", "--profile", "smoke", "--only", "06", "00", "--jobs", "1"]) == 0
     assert events == ["train", "00", "06"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
+def test_kernels_started_at_once_talk_over_their_own_sockets_and_are_shut_down(tmp_path):
+    """Two kernels started together over TCP once picked the same port and one died with
+    "Address already in use"; each now gets Unix sockets in a folder of its own."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nbformat
+
+    cell = (
+        "import json, ipykernel.connect as c\n"
+        "info = c.get_connection_info(unpack=True)\n"
+        "print(json.dumps({'transport': info['transport'], 'ip': info['ip']}))"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    paths = [tmp_path / f"n{i}.ipynb" for i in range(3)]
+    for path in paths:
+        nbformat.write(nb, path)
+    out = tmp_path / "out"
+    with ThreadPoolExecutor(len(paths)) as pool:
+        list(pool.map(lambda p: cli.execute_notebook(p, "smoke", out, timeout=120), paths))
+    infos = []
+    for path in paths:
+        executed = nbformat.read(out / path.name, as_version=4)
+        infos.append(json.loads(executed.cells[0].outputs[0]["text"]))
+    assert [i["transport"] for i in infos] == ["ipc"] * len(paths)
+    folders = {Path(i["ip"]).parent for i in infos}
+    assert len(folders) == len(paths), infos
+    assert not any(f.exists() for f in folders)  # removed with the kernel
+    children = subprocess.run(
+        ["ps", "--ppid", str(os.getpid()), "-o", "cmd="], capture_output=True, text=True
+    ).stdout
+    assert "ipykernel" not in children, children
