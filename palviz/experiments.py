@@ -35,6 +35,7 @@ from palviz.recipes import (
     noisy_spec,
     published_lt_accuracy,
     scale_sweep,
+    select_noise_rates,
 )
 from palviz.runcache import (
     CACHE_SCHEMA,
@@ -110,6 +111,7 @@ __all__ = [
     "published_lt_accuracy",
     "published_lt_markdown",
     "results_frame",
+    "select_noise_rates",
     "run",
     "run_grouped",
     "run_many",

@@ -12,8 +12,10 @@ the right type outside the range ``ValueError``; so do an unknown name and a mis
 **A schema entry** is a :class:`Parameter` of literal data:
 
 - ``kind``: ``"profile"``, ``"int"``, ``"real"``, ``"bool"``, ``"labels"`` (a tuple of names
-  from ``choices``), ``"ints"`` / ``"reals"`` (a tuple of numbers) or ``"noise_pairs"``
-  (``(kind, eta)`` pairs whose eta is among the profile's noise rates of that kind);
+  from ``choices``), ``"ints"`` / ``"reals"`` (a tuple of numbers), ``"noise_pairs"``
+  (``(kind, eta)`` pairs whose eta is among the profile's noise rates of that kind) or
+  ``"noise_rates"`` (a tuple of numbers that keeps at least one of the profile's rates of
+  each kind, :func:`palviz.recipes.select_noise_rates`);
 - the range: ``min`` / ``max`` (with ``min_open`` / ``max_open`` for an open end) for numbers
   and the items of a tuple, ``choices`` (a name of :data:`CHOICES`), ``min_len``,
   ``distinct``, ``length``; ``none``: ``None`` is allowed too;
@@ -462,6 +464,16 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             examples=(1, 2),
             wrong=1.0,
         ),
+        "RATES": Parameter(
+            kind="noise_rates",
+            none=True,
+            min_len=1,
+            distinct=True,
+            rule="None or a tuple of noise rates keeping at least one of each kind's rates",
+            doc="the noise rates of the tables and the s-sweep; None: the profile's",
+            examples=((0.4,), (0.2, 0.4)),  # 0.4: a rate of each kind in every profile
+            wrong=0.4,
+        ),
         "TRANSITION_SHOWN": Parameter(
             kind="noise_pairs",
             none=True,
@@ -537,7 +549,7 @@ def _item_type_ok(kind: str, item: Any) -> bool:
         return isinstance(item, str)
     if kind == "ints":
         return _is_int(item)
-    if kind == "reals":
+    if kind in ("reals", "noise_rates"):
         return _is_real(item)
     # noise_pairs: (kind, eta)
     return _is_sequence(item) and len(item) == 2 and isinstance(item[0], str) and _is_real(item[1])
@@ -597,6 +609,12 @@ def _check_value(name: str, value: Any, entry: Parameter, profile: Any) -> Any:
         for item in items:
             if not _within(item, entry):
                 raise _fail(name, value, entry, f"{item!r} is out of range")
+    elif kind == "noise_rates":
+        from palviz.recipes import noise_rates_problem, noisy_setup
+
+        problem = noise_rates_problem(noisy_setup(resolve_profile(profile)), items)
+        if problem:
+            raise _fail(name, value, entry, problem)
     elif kind == "noise_pairs":
         if len(items) != entry.length:
             raise _fail(name, value, entry, f"{len(items)} pairs given")

@@ -13,7 +13,8 @@ The parameters every training notebook accepts (``None`` keeps the profile's val
   re-scales the LDAM-DRW schedule with it (milestones, DRW, warm-up);
 - ``seeds`` (06, 07) or ``seed`` (00, 02, 03, 08);
 - ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
-  with CE and has ``weight_decays`` instead of ``weight_decay``).
+  with CE and has ``weight_decays`` instead of ``weight_decay``);
+- ``rates`` (07): the noise rates its tables and sweep keep.
 
 Each experiment returns its runs as named groups, ``{group: [RunSpec, ...]}``.
 """
@@ -242,6 +243,7 @@ def noisy_groups(
     *,
     methods: Any = None,
     seeds: Any = None,
+    rates: Any = None,
     **train: Any,
 ) -> dict:
     """07, from :func:`palviz.recipes.noisy_setup`: per dataset the tables
@@ -249,9 +251,11 @@ def noisy_groups(
     and the headline comparisons (``(dataset, "headline")``: five paired seeds in ``quick``);
     ``"sweep"``, CE+FNPAL at every s of the sweep. ``methods`` replaces the tables' methods;
     the headline keeps the profile's headline methods among them, and the sweep runs only if
-    CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds."""
+    CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds;
+    ``rates`` keeps the tables' and the sweep's noise rates among it
+    (:func:`palviz.recipes.select_noise_rates`)."""
     profile = resolve_profile(profile)
-    setup = recipes.noisy_setup(profile)
+    setup = recipes.select_noise_rates(recipes.noisy_setup(profile), rates)
     head = setup["headline"]
     if methods is None:
         sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]

@@ -387,7 +387,7 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": {"mnist1d": {"arch": "cnn1d", "train": {**_MNIST1D_TRAIN, "epochs": 2}}},
         "symmetric": (0.4,),
-        "asymmetric": (0.2,),
+        "asymmetric": (0.4,),  # 0.4: a rate of each kind in every profile
         "methods": _PAIR,
         "asymmetric_methods": _PAIR,
         "seeds": (0,),
@@ -494,6 +494,34 @@ def noisy_setup(profile: str | None = None) -> dict:
     """The row of :data:`NOISY_PROFILES` for ``profile`` (default: ``$PALVIZ_PROFILE``), a
     copy."""
     return _setup(NOISY_PROFILES, profile)
+
+
+def noise_rates_problem(setup: dict, rates: Iterable[float]) -> str | None:
+    """What is wrong with keeping only ``rates`` of ``setup`` (a row of
+    :data:`NOISY_PROFILES`): a kind left without a rate, in words; ``None`` when each kind
+    keeps at least one."""
+    lost = [k for k in ("symmetric", "asymmetric") if not set(setup[k]) & set(rates)]
+    if not lost:
+        return None
+    have = "; ".join(f"{k} {tuple(setup[k])}" for k in ("symmetric", "asymmetric"))
+    return f"no {' or '.join(lost)} rate of the profile is among them (its rates: {have})"
+
+
+def select_noise_rates(setup: dict, rates: Any, name: str = "rates") -> dict:
+    """``setup`` (a row of :data:`NOISY_PROFILES`) with its symmetric and asymmetric rates, and
+    the rates of its s-sweep, cut down to those among ``rates`` (``None``: all of them). Each
+    kind must keep at least one rate, or ``ValueError`` names ``name`` and
+    :func:`noise_rates_problem`."""
+    if rates is None:
+        return setup
+    problem = noise_rates_problem(setup, rates)
+    if problem:
+        raise ValueError(f"{name} {tuple(rates)!r}: {problem}")
+    kept = {
+        k: tuple(eta for eta in setup[k] if eta in rates)
+        for k in ("symmetric", "asymmetric", "sweep_etas")
+    }
+    return {**setup, **kept}
 
 
 def noisy_spec(

@@ -332,8 +332,17 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         x, y, _ = pdata.make_long_tailed(
             x, y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
         )
-    counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
+    split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
+    # the training set the spec describes, before any toy reduction; a toy run reduces it
+    # before the labels are corrupted, so that its noise follows the rule on what it trains on
+    toy = toy_settings()
+    if toy is not None:
+        keep = _covering_subset(np.asarray(y), toy["train"], spec.seed)
+        x, y = x[keep], y[keep]
+        test_keep = _covering_subset(np.asarray(y_test), toy["test"], spec.seed)
+        x_test, y_test = x_test[test_keep], y_test[test_keep]
     clean = np.asarray(y).copy()
+    counts = np.bincount(clean, minlength=info.num_classes).tolist()
     if spec.noise_rate > 0:
         noisy = pdata.add_label_noise(
             clean,
@@ -344,14 +353,6 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
             num_classes=info.num_classes,
         )
         y = torch.as_tensor(noisy, dtype=torch.int64)
-    split_counts = counts  # the training set the spec describes, before any toy reduction
-    toy = toy_settings()
-    if toy is not None:
-        keep = _covering_subset(clean, toy["train"], spec.seed)
-        x, y, clean = x[keep], y[keep], clean[keep]
-        counts = np.bincount(clean, minlength=info.num_classes).tolist()
-        test_keep = _covering_subset(np.asarray(y_test), toy["test"], spec.seed)
-        x_test, y_test = x_test[test_keep], y_test[test_keep]
     return {
         "info": info,
         "train": (x, y),

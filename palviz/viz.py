@@ -109,20 +109,22 @@ __all__ = [
 
 _NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
 _current_notebook: str | None = None
+_current_profile: str | None = None
 
 
 def setup_notebook(notebook: str, profile: str | None = None) -> str:
-    """Start a notebook: remember its name for :func:`savefig`, set the figure style,
+    """Start a notebook: remember its name and profile for :func:`savefig` (a notebook run with
+    ``PROFILE = "paper"`` writes into the paper profile's figures), set the figure style,
     point numba's cache at ``.cache/numba`` and print profile, versions and device.
 
     ``notebook`` is the file name without extension, e.g. ``"01_simplex_prototypes"``.
     Returns the resolved profile (``profile``, else ``$PALVIZ_PROFILE``, else ``"quick"``).
     """
-    global _current_notebook
+    global _current_notebook, _current_profile
     if not isinstance(notebook, str) or not _NOTEBOOK_NAME.match(notebook):
         raise ValueError(f"notebook must look like '01_simplex_prototypes', got {notebook!r}")
     profile = resolve_profile(profile)
-    _current_notebook = notebook
+    _current_notebook, _current_profile = notebook, profile
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
     set_style()
     import torch
@@ -138,8 +140,10 @@ def setup_notebook(notebook: str, profile: str | None = None) -> str:
 
 
 def figure_path(what: str, notebook: str | None = None, profile: str | None = None) -> Path:
-    """Where :func:`savefig` writes figure ``what`` of ``notebook``."""
+    """Where :func:`savefig` writes figure ``what`` of ``notebook`` (default: the notebook and
+    profile :func:`setup_notebook` was given)."""
     notebook = notebook or _current_notebook
+    profile = profile or _current_profile
     if notebook is None:
         raise ValueError("notebook is not set: call setup_notebook('NN_name') first or pass it")
     if not re.match(r"^[a-z0-9_]+$", what):

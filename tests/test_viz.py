@@ -390,3 +390,20 @@ def test_sliders_does_nothing_when_disabled():
     assert viz.sliders(lambda k: None, enabled=False, k=(1, 0, 2)) is None
     with pytest.raises(ValueError, match="slider 'k'"):
         viz.sliders(lambda k: None, k=(1, 2))
+
+
+def test_a_notebook_started_in_a_profile_saves_its_figures_under_that_profile(
+    tmp_path, monkeypatch
+):
+    """A notebook run with PROFILE = "paper" while $PALVIZ_PROFILE says quick once wrote its
+    figures into figures/quick."""
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path))
+    monkeypatch.setenv("PALVIZ_PROFILE", "quick")
+    monkeypatch.setattr(viz, "_current_notebook", None)
+    monkeypatch.setattr(viz, "_current_profile", None)
+    assert viz.setup_notebook("07_noisy_labels", "paper") == "paper"
+    fig = plt.figure()
+    path = viz.savefig(fig, "accuracy")
+    plt.close(fig)
+    assert path == viz.figures_dir("paper") / "07_noisy_labels_accuracy.png" and path.exists()
+    assert viz.figure_path("x", profile="smoke").parent == viz.figures_dir("smoke")
