@@ -445,6 +445,16 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             wrong="CE",
         ),
         "SEEDS": replace(_SEEDS, doc="the seeds of the tables and the headline"),
+        "RATES": Parameter(
+            kind="noise_rates",
+            none=True,
+            min_len=1,
+            distinct=True,
+            rule="None or a tuple of noise rates keeping at least one of each kind's rates",
+            doc="the noise rates of the tables and the s-sweep; None: the profile's",
+            examples=((0.4,), (0.2, 0.4)),  # 0.4: a rate of each kind in every profile
+            wrong=0.4,
+        ),
         **_TRAIN_67,
         "LR": replace(
             _LR,
@@ -463,16 +473,6 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             doc="processes that train missing runs; None: 2 on a CPU, 1 on a GPU",
             examples=(1, 2),
             wrong=1.0,
-        ),
-        "RATES": Parameter(
-            kind="noise_rates",
-            none=True,
-            min_len=1,
-            distinct=True,
-            rule="None or a tuple of noise rates keeping at least one of each kind's rates",
-            doc="the noise rates of the tables and the s-sweep; None: the profile's",
-            examples=((0.4,), (0.2, 0.4)),  # 0.4: a rate of each kind in every profile
-            wrong=0.4,
         ),
         "TRANSITION_SHOWN": Parameter(
             kind="noise_pairs",

@@ -84,3 +84,16 @@ def test_paper_plan_of_notebook_07_covers_three_datasets():
     specs = plan.planned_specs("07", "paper")
     assert {s.dataset for s in specs} == {"mnist", "cifar10", "cifar100"}
     assert {s.arch for s in specs} == {"cnn_mnist", "cnn_cifar10", "resnet34"}
+
+
+def test_notebook_07_keeps_the_noise_rates_it_is_given_in_its_tables_and_sweep():
+    full = plan.experiment("07", "full")
+    cut = plan.experiment("07", "full", rates=(0.2, 0.6))
+    (dataset,) = recipes.noisy_setup("full")["datasets"]
+    for kind, kept in (("symmetric", {0.2, 0.6}), ("asymmetric", {0.2})):
+        assert {s.noise_rate for s in cut[dataset, kind]} == kept
+        assert kept < {s.noise_rate for s in full[dataset, kind]}
+    assert {s.noise_rate for s in cut["sweep"]} == {0.2, 0.6}
+    assert {s.noise_rate for s in full["sweep"]} == {0.2, 0.4, 0.6, 0.8}
+    with pytest.raises(ValueError, match=r"^rates \(0\.6,\): no asymmetric rate"):
+        plan.experiment("07", "full", rates=(0.6,))
