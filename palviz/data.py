@@ -13,7 +13,10 @@ Two kinds of data, kept apart on purpose:
   downloads and verifies the MD5 checksums; palviz then reads the files in their on-disk
   format itself (CIFAR pickles, MNIST idx files), so tests can write small stand-in files in
   the same format. Missing files without permission to download are a
-  :class:`FileNotFoundError` that names the command to fetch them.
+  :class:`FileNotFoundError` that names the command to fetch them; a file that is there but
+  damaged (truncated, of the wrong format, or a CIFAR pickle holding anything but a CIFAR
+  batch, which is refused unrun) is a :class:`DatasetFileError` that names the file, what is
+  wrong and how to fetch it again. A damaged MNIST-1D cache is generated again, with a warning.
 
 Loading and reading the files lives in :mod:`palviz.datasets` (``load_dataset``,
 ``dataset_info``, the CIFAR and MNIST readers); its public names are re-exported here, so
@@ -51,6 +54,7 @@ from palviz.checks import (
 from palviz.datasets import (  # noqa: F401 (the MNIST-1D constants are re-exported too)
     MNIST1D_NUM_SAMPLES,
     MNIST1D_SEED,
+    DatasetFileError,
     DatasetInfo,
     dataset_info,
     load_dataset,
@@ -60,6 +64,7 @@ __all__ = [
     "ASYMMETRIC_MAPS",
     "DATASETS",
     "BatchIterator",
+    "DatasetFileError",
     "DatasetInfo",
     "add_label_noise",
     "asymmetric_map",
