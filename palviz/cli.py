@@ -4,7 +4,7 @@
 
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
-    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE]
+    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE] [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
     palviz download {mnist,cifar10,cifar100} [...]
@@ -447,18 +447,42 @@ def planned_runs(selected: list[Path], profile: str) -> list[dict]:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
+    from palviz import estimate
+    from palviz.checks import check_int
+
+    if args.gpus is not None and not args.estimate:
+        print(f"palviz plan: --gpus {args.gpus} needs --estimate FILE", file=sys.stderr)
+        return 2
+    bench = None
+    try:
+        gpus = 1 if args.gpus is None else check_int("--gpus", args.gpus, 1)
+        if args.estimate:
+            bench = estimate.read_benchmark(args.estimate)
+    except ValueError as err:
+        print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
+        return 2
     rows = _planned(args)
     shown = [r for r in rows if not (args.missing and r["cached"])]
-    print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
-    for r in shown:
-        spec = r["spec"]
-        print(
-            f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
-            f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
-            f"{' '.join(r['notebooks'])}"
-        )
+    if bench is None:
+        print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
+        for r in shown:
+            spec = r["spec"]
+            print(
+                f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
+                f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
+                f"{' '.join(r['notebooks'])}"
+            )
     missing = sum(not r["cached"] for r in rows)
     print(f"{len(rows)} run(s) ({args.profile}): {len(rows) - missing} cached, {missing} missing")
+    if bench is not None:
+        try:
+            est = estimate.estimate([r["spec"] for r in shown], bench, gpus, args.estimate)
+        except ValueError as err:
+            print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
+            return 2
+        what = "missing runs" if args.missing else "runs"
+        print(f"GPU time of the {len(shown)} {what} above:")
+        print(estimate.format_estimate(est, bench, args.estimate))
     if args.jsonl:
         path = Path(args.jsonl)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -689,6 +713,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
+    p.add_argument(
+        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
+    )
+    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
     p.add_argument("specfile")
