@@ -11,13 +11,17 @@
     palviz gallery [--profile quick]
     palviz report [--profile quick] [--check]
 
+A command with ``--profile`` reads ``$PALVIZ_PROFILE`` when it is not given (else ``quick``);
+an unknown profile, from either, stops it before any work (:func:`parse_args`).
+
 ``figures`` trains the runs the notebooks will ask for that the cache lacks (one pool, before
 any notebook starts), then executes the notebooks, started in order and two at a time on a
 machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would. It leaves
 their figures in ``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb``
 and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (see
 :mod:`palviz.course`). Training results come from the run cache (``runs/``), so a second
-``figures`` only re-renders.
+``figures`` only re-renders. Before anything starts it checks the downloaded datasets that the
+planned runs read (:func:`data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
 data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
@@ -40,11 +44,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from palviz.files import PROFILES, build_dir, cache_dir, figures_dir, project_root, write_json
+from palviz.files import (
+    PROFILES,
+    build_dir,
+    cache_dir,
+    figures_dir,
+    project_root,
+    resolve_profile,
+    write_json,
+)
 
-#: Datasets the ``paper`` profile reads, by notebook.
-PAPER_DATASETS = {"06": ("cifar10", "cifar100"), "07": ("mnist", "cifar10", "cifar100")}
-PAPER_DATASETS["08"] = ("cifar10",)
+#: The datasets that are downloaded (``palviz download``); the others are embedded.
 DOWNLOADABLE = ("mnist", "cifar10", "cifar100")
 
 #: README gallery: (figure file stem, image name in docs/img)
@@ -71,6 +81,11 @@ def notebooks(only: list[str] | None = None) -> list[Path]:
             raise SystemExit(f"--only: no notebook numbered {sorted(unknown)}; have {allowed}")
         found = [p for p in found if p.name[:2] in numbers]
     return found
+
+
+def downloaded_datasets(rows: list[dict]) -> list[str]:
+    """The downloadable datasets that the planned runs ``rows`` (:func:`planned_runs`) read."""
+    return sorted({r["spec"].dataset for r in rows} & set(DOWNLOADABLE))
 
 
 def missing_datasets(names) -> list[str]:
@@ -264,32 +279,48 @@ def timings_record(
     }
 
 
+def data_refusal(
+    selected: list[Path], profile: str, *, download: bool = False, only: list[str] | None = None
+) -> str | None:
+    """Why ``figures`` cannot start for want of data, or ``None``: the datasets are those the
+    planned runs of the ``selected`` notebooks read (:func:`palviz.plan.plan`, so every
+    notebook that trains is covered); a missing one refuses when a run that reads it is not
+    cached. ``download`` fetches them first; ``only`` (``--only``) goes into the hint."""
+    rows = planned_runs(selected, profile)
+    needed = downloaded_datasets(rows)
+    if download:
+        for name in needed:
+            _download(name)
+    missing = missing_datasets(needed)
+    uncached = [r for r in rows if not r["cached"]]
+    blocking = [d for d in downloaded_datasets(uncached) if d in missing]
+    if blocking:
+        again = f"palviz figures --profile {profile}" + (
+            f" --only {' '.join(only)}" if only else ""
+        )
+        return (
+            f"The {profile} profile needs datasets that are not in data/: "
+            + ", ".join(blocking)
+            + f" ({len(uncached)} planned run(s) are not in the run cache)"
+            + f"\nFetch them with:  palviz download {' '.join(blocking)}"
+            + f"\nor run:           {again} --download"
+            + "\nor, to render results trained elsewhere without the data: "
+            + f"palviz runs unpack FILE (an archive of `palviz runs pack --profile {profile}`)"
+        )
+    if missing:
+        print(
+            f"datasets {', '.join(missing)} are not in data/, but every run the notebooks "
+            "ask for that reads them is cached: rendering from the run cache"
+        )
+    return None
+
+
 def cmd_figures(args: argparse.Namespace) -> int:
     selected = notebooks(args.only)
-    if args.profile == "paper":
-        needed = sorted({d for p in selected for d in PAPER_DATASETS.get(p.name[:2], ())})
-        if args.download:
-            for name in needed:
-                _download(name)
-        missing = missing_datasets(needed)
-        uncached = [r for r in planned_runs(selected, "paper") if not r["cached"]]
-        if missing and uncached:
-            print(
-                "The paper profile needs datasets that are not in data/: "
-                + ", ".join(missing)
-                + f" ({len(uncached)} planned run(s) are not in the run cache)"
-                + f"\nFetch them with:  palviz download {' '.join(missing)}"
-                + "\nor run:           palviz figures --profile paper --download"
-                + "\nor, to render results trained elsewhere without the data: "
-                + "palviz runs unpack FILE (an archive of `palviz runs pack --profile paper`)",
-                file=sys.stderr,
-            )
-            return 2
-        if missing:
-            print(
-                f"datasets {', '.join(missing)} are not in data/, but every run the notebooks "
-                "ask for is cached: rendering from the run cache"
-            )
+    refusal = data_refusal(selected, args.profile, download=args.download, only=args.only)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     from palviz.course import install_mathjax, write_index
 
     jobs = figure_jobs(args.jobs, len(selected))
@@ -408,6 +439,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from palviz.runcache import check_runs
 
@@ -417,14 +451,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         if r["status"] != "ok":
+            problem = r["problem"] or ("" if r.get("resumable", True) else NOTHING_TO_RESUME)
             where = f" -> moved to {r['moved_to']}" if "moved_to" in r else ""
-            print(
-                f"{r['key']:16}  {r['label'][:18]:18} {r['status']:10} {r['problem'] or ''}{where}"
-            )
+            where += " -> removed" if r.get("removed") else ""
+            print(f"{r['key']:16}  {r['label'][:18]:18} {r['status']:10} {problem}{where}")
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "broken")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    empty = [r for r in rows if r.get("resumable") is False and not r.get("removed")]
     if counts["broken"] and not args.fix:
         print("move the broken entries aside (to runs/.broken/) with: palviz runs --check --fix")
+    if empty:
+        print(
+            f"{len(empty)} unfinished entr{'y' if len(empty) == 1 else 'ies'} "
+            f"{NOTHING_TO_RESUME}"
+            + (": being trained now" if args.fix else "; remove with: palviz runs --check --fix")
+        )
     return 1 if counts["broken"] and not args.fix else 0
 
 
@@ -498,23 +539,30 @@ def read_specs(path: str | os.PathLike) -> list:
     """The specs of a JSON-lines file of ``palviz plan --jsonl`` (a line is a spec's dict or
     an object with one under ``"spec"``; blank lines are skipped).
 
-    Every line is read and checked before this returns: a line that is not JSON, not an object,
-    or whose spec is not a valid :class:`~palviz.runcache.RunSpec` raises ``ValueError`` naming
+    Every line is read and checked before this returns: a line that is not JSON (the column
+    where it stops being JSON), not an object, or whose spec is not a valid
+    :class:`~palviz.runcache.RunSpec` (the field and its rule) raises ``ValueError`` naming
     the file, the line number and what was expected."""
     import json
 
     from palviz.runcache import RunSpec
 
     expected = 'a JSON object of RunSpec fields, or one with them under "spec"'
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err}); expected JSON lines") from None
     specs = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
         try:
             obj = json.loads(line)
-        except ValueError as err:
-            raise ValueError(f"{where}: not JSON ({err}); expected {expected}") from None
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"{where}: not JSON at column {err.colno} ({err.msg}); expected {expected}"
+            ) from None
         if not isinstance(obj, dict):
             raise ValueError(f"{where}: expected {expected}, got {line.strip()[:80]}")
         fields = obj["spec"] if "spec" in obj else obj
@@ -540,6 +588,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"palviz train: {err}; nothing was trained", file=sys.stderr)
         return 2
+    if not specs and args.index is None:
+        print(f"{args.specfile} holds no spec (e.g. a plan of cached runs): nothing to train")
+        return 0
     if args.index is None:
         chosen = list(enumerate(specs))
     else:
@@ -682,13 +733,25 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """``--profile``, whose default is ``$PALVIZ_PROFILE`` (else ``quick``): :func:`parse_args`
+    resolves and checks it with :func:`palviz.files.resolve_profile`."""
+    parser.add_argument(
+        "--profile",
+        metavar="{" + ",".join(PROFILES) + "}",
+        help="the size of everything (default: $PALVIZ_PROFILE, else quick)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("figures", help="execute the notebooks and regenerate every figure")
-    p.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
-    p.add_argument("--download", action="store_true", help="paper profile: fetch datasets")
+    p.add_argument(
+        "--download", action="store_true", help="fetch the datasets the runs read (paper)"
+    )
     p.add_argument(
         "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
     )
@@ -701,7 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs, action=None)
     actions = p.add_subparsers(dest="action", metavar="{pack,unpack}")
     a = actions.add_parser("pack", help="the profile's cached runs into one archive, to hand out")
-    a.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(a)
     a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
     a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
@@ -709,7 +772,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("file", metavar="FILE")
     a.add_argument("--force", action="store_true", help="replace cached runs that differ")
     p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
-    p.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
@@ -723,7 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", type=int, help="only line I (0-based), e.g. $SLURM_ARRAY_TASK_ID")
     p.set_defaults(func=cmd_train)
     p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
-    p.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument(
         "--executor", choices=("local", "slurm", "submitit-local", "dask"), default="local"
@@ -746,19 +809,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
     p.set_defaults(func=cmd_download)
     p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
-    p.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(p)
     p.set_defaults(func=cmd_gallery)
     p = sub.add_parser("report", help="write the README's measured results from result files")
-    p.add_argument("--profile", choices=PROFILES, default="quick")
+    add_profile_option(p)
     p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
     p.set_defaults(func=cmd_report)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args, extra = build_parser().parse_known_args(argv)
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as a namespace, checked before any work: a command with a profile has
+    ``args.profile`` resolved (``--profile``, else ``$PALVIZ_PROFILE``, else ``quick``); an
+    unknown one exits with status 2 and one line naming where it came from, the value and the
+    profiles."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
     if args.command == "sweep":
         args.slurm_extra = _slurm_extras(extra)
     elif extra:
-        build_parser().parse_args(argv)  # the usual error for an unknown option
+        parser.parse_args(argv)  # the usual error for an unknown option
+    if hasattr(args, "profile"):
+        try:
+            args.profile = resolve_profile(args.profile, name="--profile")
+        except ValueError as err:
+            command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+            parser.exit(2, f"palviz {command}: {err}\n")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     return args.func(args)

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from palviz.checks import check_choice
+
 PROFILES = ("smoke", "quick", "full", "paper")
 """The sizes of every notebook: ``smoke`` (seconds, for tests), ``quick`` (a laptop CPU,
 embedded data, the default: the headline comparisons), ``full`` (the same data and per-run
@@ -43,12 +45,15 @@ def size_of(profile: str) -> str:
     return "quick" if profile == "full" else profile
 
 
-def resolve_profile(profile: str | None = None) -> str:
-    """``profile`` if given, else ``$PALVIZ_PROFILE``, else ``"quick"``; validated."""
-    name = profile if profile is not None else os.environ.get("PALVIZ_PROFILE") or "quick"
-    if name not in PROFILES:
-        raise ValueError(f"profile must be one of {PROFILES}, got {name!r}")
-    return name
+def resolve_profile(profile: str | None = None, *, name: str = "profile") -> str:
+    """``profile`` if given, else ``$PALVIZ_PROFILE``, else ``"quick"``; validated: a value
+    that is not one of :data:`PROFILES` raises ``ValueError`` naming where it came from
+    (``name``, e.g. ``"--profile"``, or ``PALVIZ_PROFILE``), the value and the profiles. The
+    one place every command, notebook and function resolves a profile."""
+    if profile is None:
+        value = os.environ.get("PALVIZ_PROFILE")
+        return check_choice("PALVIZ_PROFILE", value, PROFILES) if value else "quick"
+    return check_choice(name, profile, PROFILES)
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:

@@ -519,12 +519,13 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
         problem = _checkpoint_problem(checkpoint, thorough=True)
         if problem is not None:
             quarantine(folder, problem, spec.label)
+    # The data first: a run that cannot read it (e.g. a dataset not downloaded) leaves no entry.
+    prepared = prepare_data(spec)
     folder.mkdir(parents=True, exist_ok=True)
     for leftover in folder.glob(".*.tmp"):  # half-written files of a killed run
         with contextlib.suppress(OSError):
             leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
-    prepared = prepare_data(spec)
     info = prepared["info"]
     toy = toy_settings()
     config = spec.train if toy is None else dataclasses.replace(spec.train, epochs=toy["epochs"])
@@ -688,11 +689,17 @@ def check_runs(*, fix: bool = False) -> list[dict]:
     """Verify every cache entry (files present and readable, the checkpoint loaded with
     ``weights_only=True``, the key in ``metrics.json`` equal to the folder's name). Returns one
     row per entry: ``key``, ``label``, ``status`` (``"ok"``, ``"unfinished"`` or
-    ``"broken"``), ``problem``; ``fix=True`` moves broken entries to ``runs/.broken/``."""
+    ``"broken"``), ``problem``, and for an unfinished one ``resumable`` (it has a checkpoint).
+    ``fix=True`` moves broken entries to ``runs/.broken/`` and removes the unfinished entries
+    with nothing to resume (a run that failed before its first checkpoint) that no process is
+    training (their lock is free); such a row gets ``removed=True``."""
     import warnings
 
+    from palviz.locks import RunLock
+
+    root = runs_dir()
     rows = []
-    for folder in _entries(runs_dir()):
+    for folder in _entries(root):
         label = ""
         with contextlib.suppress(Exception):
             label = json.loads((folder / "spec.json").read_text()).get("label", "")
@@ -704,6 +711,17 @@ def check_runs(*, fix: bool = False) -> list[dict]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 row["moved_to"] = str(quarantine(folder, problem, label))
+        if status == "unfinished":
+            row["resumable"] = (folder / "checkpoint.pt").exists()
+            if fix and not row["resumable"]:
+                lock = RunLock(root, folder.name, poll=0)
+                if lock.acquire(done=lambda: True):  # False at once while a process trains it
+                    try:
+                        if not (folder / "checkpoint.pt").exists():
+                            shutil.rmtree(folder)
+                            row["removed"] = True
+                    finally:
+                        lock.release()
         rows.append(row)
     return rows
 

@@ -154,8 +154,10 @@ def test_folders_resolve_against_the_project_root_from_notebooks(monkeypatch):
 
 def test_unknown_profile_is_refused_with_the_allowed_names(monkeypatch):
     monkeypatch.setenv("PALVIZ_PROFILE", "huge")
-    with pytest.raises(ValueError, match=r"profile must be one of .*'huge'"):
+    with pytest.raises(ValueError, match=r"^PALVIZ_PROFILE must be one of .*got 'huge'$"):
         files.resolve_profile()
+    with pytest.raises(ValueError, match=r"^--profile must be one of .*'paper'\], got 'tiny'$"):
+        files.resolve_profile("tiny", name="--profile")
 
 
 def test_atomic_write_leaves_nothing_behind_on_error(tmp_path):
