@@ -45,7 +45,15 @@ from typing import Any
 from palviz.checks import ArgumentTypeError, invalid
 from palviz.files import PROFILES, resolve_profile
 
-__all__ = ["CHOICES", "SCHEMAS", "Parameter", "check_parameters", "choices", "rule_alternatives"]
+__all__ = [
+    "CHOICES",
+    "SCHEMAS",
+    "Parameter",
+    "check_parameters",
+    "choices",
+    "noise_pairs",
+    "rule_alternatives",
+]
 
 #: The named sets of allowed names a ``"labels"`` entry draws from, and where each is defined.
 CHOICES: dict[str, str] = {
@@ -583,10 +591,14 @@ def _within(x: float, entry: Parameter) -> bool:
     return not (high is not None and (x >= high if entry.max_open else x > high))
 
 
-def _check_value(name: str, value: Any, entry: Parameter, profile: Any) -> Any:
-    """``value`` (of the entry's type) checked against its range; returned with tuples for
-    lists."""
+def _check_value(name: str, value: Any, entry: Parameter, profile: Any, rates: Any = None) -> Any:
+    """``value`` (of the entry's type) checked against its range (``profile`` and the noise
+    ``rates`` a notebook keeps are what a profile-dependent range depends on); returned with
+    tuples for lists."""
     kind = entry.kind
+    if kind == "profile" and value is None:
+        resolve_profile(None)  # $PALVIZ_PROFILE is checked too, naming it
+        return None
     if value is None:
         return None
     if kind == "profile":
@@ -618,7 +630,7 @@ def _check_value(name: str, value: Any, entry: Parameter, profile: Any) -> Any:
     elif kind == "noise_pairs":
         if len(items) != entry.length:
             raise _fail(name, value, entry, f"{len(items)} pairs given")
-        _check_noise_pairs(name, value, items, entry, profile)
+        _check_noise_pairs(name, value, items, entry, profile, rates)
     if len(items) < entry.min_len:
         raise _fail(name, value, entry)
     if entry.distinct and len(set(items)) != len(items):
@@ -626,16 +638,26 @@ def _check_value(name: str, value: Any, entry: Parameter, profile: Any) -> Any:
     return items
 
 
-def _check_noise_pairs(name: str, value: Any, pairs: tuple, entry: Parameter, profile: Any) -> None:
-    from palviz.recipes import noisy_setup
+def noise_pairs(profile: str | None = None, rates: Any = None) -> tuple[tuple[str, float], ...]:
+    """The ``(kind, eta)`` pairs that notebook 07 trains in profile ``profile`` (``None``:
+    ``$PALVIZ_PROFILE``) keeping the noise rates ``rates`` (its ``RATES``; ``None``: all),
+    each kind's rates in order: what ``TRANSITION_SHOWN`` may name."""
+    from palviz.recipes import noisy_setup, select_noise_rates
 
-    setup = noisy_setup(resolve_profile(profile))
+    setup = select_noise_rates(noisy_setup(resolve_profile(profile)), rates, "RATES")
+    return tuple((kind, eta) for kind in _NOISE_KINDS for eta in setup[kind])
+
+
+def _check_noise_pairs(
+    name: str, value: Any, pairs: tuple, entry: Parameter, profile: Any, rates: Any
+) -> None:
+    allowed = noise_pairs(profile, rates)
     for kind, eta in pairs:
-        if kind not in _NOISE_KINDS:
-            raise _fail(name, value, entry, f"kind {kind!r} is not one of {_NOISE_KINDS}")
-        if eta not in setup[kind]:
-            rates = f"the {kind} rates of the profile are {tuple(setup[kind])}"
-            raise _fail(name, value, entry, rates)
+        if (kind, eta) not in allowed:
+            shown = ", ".join(f"({k!r}, {e})" for k, e in allowed)
+            kept = "" if rates is None else f" kept by RATES {tuple(rates)!r}"
+            detail = f"the pairs of profile {resolve_profile(profile)!r}{kept} are {shown}"
+            raise _fail(name, value, entry, f"{detail}; ({kind!r}, {eta}) is not one of them")
 
 
 def _number(notebook: Any) -> str:
@@ -670,7 +692,9 @@ def check_parameters(notebook: str, **values: Any) -> dict:
         )
     for name, entry in schema.items():
         _check_type(name, values[name], entry)
-    profile = values.get("PROFILE")
+    profile, rates = values.get("PROFILE"), values.get("RATES")
+    # in the schema's order: PROFILE and RATES are checked before the values that depend on them
     return {
-        name: _check_value(name, values[name], entry, profile) for name, entry in schema.items()
+        name: _check_value(name, values[name], entry, profile, rates)
+        for name, entry in schema.items()
     }

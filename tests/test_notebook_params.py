@@ -196,9 +196,13 @@ def test_the_examples_reach_the_edges_and_just_beyond_is_refused(number, name):
 
 def test_profile_dependent_and_unknown_values_are_refused_with_the_allowed_ones():
     values = _with("07", "TRANSITION_SHOWN", (("symmetric", 0.4), ("asymmetric", 0.3)))
-    with pytest.raises(ValueError, match=r"the asymmetric rates of the profile are \(0\.4,\)"):
+    smoke = r"the pairs of profile 'smoke' are \('symmetric', 0\.4\), \('asymmetric', 0\.4\)"
+    with pytest.raises(ValueError, match=smoke + r"; \('asymmetric', 0\.3\) is not one of them"):
         check_parameters("07", **{**values, "PROFILE": "smoke"})
     check_parameters("07", **{**values, "PROFILE": "full"})  # 0.3 is one of full's rates
+    kept = r"profile 'full' kept by RATES \(0\.2, 0\.4\) are \('symmetric', 0\.2\), "
+    with pytest.raises(ValueError, match=kept + r".*\('asymmetric', 0\.3\) is not one of them"):
+        check_parameters("07", **{**values, "PROFILE": "full", "RATES": (0.2, 0.4)})
     rates = _with("07", "RATES", (0.2,))  # quick's asymmetric table has 0.4 only
     with pytest.raises(ValueError, match=r"^RATES must be .*no asymmetric rate of the profile"):
         check_parameters("07", **{**rates, "PROFILE": "quick"})
