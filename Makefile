@@ -1,6 +1,8 @@
 # The two set-up commands of the README, and a few conveniences.
-#   make figures   install, then regenerate every figure (quick profile, embedded data, no network)
-#   make test      install with the test extra, then lint and run the tests (notebooks in smoke profile)
+#   make figures   install, then regenerate every figure (the profile of PROFILE=..., else of
+#                  $PALVIZ_PROFILE, else quick: embedded data, no network)
+#   make test      install with the test extra (the cluster engines too), then lint and run the
+#                  tests (notebooks in smoke profile; a cluster test without its engine fails)
 #   make lab       install with JupyterLab, register the nbstripout git filter, open the notebooks
 #   make test-browser  the browser test alone (JupyterLab and the course pages in Chromium)
 PY ?= python3
@@ -8,7 +10,8 @@ PIP ?= $(PY) -m pip
 # torch and torchvision are installed together, before the package, so that pip picks a matching
 # pair; override on another machine, e.g. make test TORCH_SPEC="torch torchvision".
 TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
-PROFILE ?= quick
+# empty: palviz figures reads $PALVIZ_PROFILE (else quick), as every palviz command does
+PROFILE ?=
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
 .PHONY: install install-test figures test test-browser lint lab strip-filter bench clean-smoke
@@ -22,16 +25,17 @@ install-test:
 	$(PIP) install --quiet -e ".[test]"
 
 figures: install
-	$(PY) -m palviz figures --profile $(PROFILE)
+	$(PY) -m palviz figures $(if $(PROFILE),--profile $(PROFILE))
 
 lint:
 	$(PY) -m ruff check palviz tests benchmarks notebooks
 	$(PY) -m ruff format --check palviz tests benchmarks notebooks
 
-# The smoke runs get their own, emptied run cache so that the tests exercise training.
+# The smoke runs get their own, emptied run cache so that the tests exercise training. The
+# test extra installs submitit and Dask, so a cluster test that finds neither fails, not skips.
 test: install-test lint
 	rm -rf build/test-runs
-	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs \
+	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs PALVIZ_REQUIRE_CLUSTER=1 \
 		$(PY) -m pytest tests --nbmake notebooks --nbmake-timeout=300 -p no:cacheprovider
 
 # The browser test needs Debian's chromium and chromium-driver (.ci/run installs them).

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cluster_support import require_engine
 
 from palviz import cli, cluster, locks
 from palviz import experiments as ex
@@ -274,10 +275,10 @@ def test_sweeps_fill_the_cache_like_in_process_runs(kind, runs, reference, tmp_p
     if kind == "local":
         executor = None
     elif kind == "submitit-local":
-        pytest.importorskip("submitit")
+        require_engine("submitit")
         executor = cluster.make_executor(kind, log_dir=str(tmp_path / "submitit"), timeout_min=10)
     else:
-        distributed = pytest.importorskip("distributed")
+        distributed = require_engine("distributed")
         cluster_ = distributed.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
         )
@@ -312,7 +313,7 @@ def test_sweep_passes_slurm_options_through():
 
 
 def test_train_job_requeues_itself_when_preempted():
-    submitit = pytest.importorskip("submitit")
+    submitit = require_engine("submitit")
     job = cluster.TrainJob(small_spec())
     again = job.checkpoint()
     assert isinstance(again, submitit.helpers.DelayedSubmission)
