@@ -285,15 +285,21 @@ def data_refusal(
     """Why ``figures`` cannot start for want of data, or ``None``: the datasets are those the
     planned runs of the ``selected`` notebooks read (:func:`palviz.plan.plan`, so every
     notebook that trains is covered); a missing one refuses when a run that reads it is not
-    cached. ``download`` fetches them first; ``only`` (``--only``) goes into the hint."""
+    cached, and so does a damaged one (:class:`palviz.data.DatasetFileError`, naming the file).
+    ``download`` fetches them first; ``only`` (``--only``) goes into the hint."""
+    from palviz.data import DatasetFileError
+
     rows = planned_runs(selected, profile)
     needed = downloaded_datasets(rows)
     if download:
         for name in needed:
             _download(name)
-    missing = missing_datasets(needed)
     uncached = [r for r in rows if not r["cached"]]
-    blocking = [d for d in downloaded_datasets(uncached) if d in missing]
+    for_training = downloaded_datasets(uncached)
+    try:
+        blocking = missing_datasets(for_training)
+    except DatasetFileError as err:  # there, but damaged: it names the file and the fetch
+        return f"{err}\n({len(uncached)} planned run(s) are not in the run cache)"
     if blocking:
         again = f"palviz figures --profile {profile}" + (
             f" --only {' '.join(only)}" if only else ""
@@ -307,6 +313,10 @@ def data_refusal(
             + "\nor, to render results trained elsewhere without the data: "
             + f"palviz runs unpack FILE (an archive of `palviz runs pack --profile {profile}`)"
         )
+    try:
+        missing = missing_datasets([d for d in needed if d not in for_training])
+    except DatasetFileError:
+        missing = []  # only cached runs read it: the notebooks do not open it
     if missing:
         print(
             f"datasets {', '.join(missing)} are not in data/, but every run the notebooks "

@@ -239,6 +239,21 @@ def test_paper_figures_refuses_up_front_for_every_notebook_that_trains(
     assert not (folders / "runs").exists() and not (folders / "build").exists()
 
 
+def test_paper_figures_refuses_a_damaged_dataset_up_front_naming_the_file(
+    folders, monkeypatch, capsys
+):
+    from test_paper_profile import write_cifar10
+
+    monkeypatch.setattr(cli, "train_missing", lambda *a: pytest.fail("training started"))
+    write_cifar10(folders / "data")
+    batch = folders / "data" / "cifar-10-batches-py" / "test_batch"
+    batch.write_bytes(batch.read_bytes()[:100])  # truncated
+    assert cli.main(["figures", "--profile", "paper", "--only", "00"]) == 2
+    err = capsys.readouterr().err
+    assert str(batch) in err and "palviz download cifar10" in err
+    assert not (folders / "runs").exists()
+
+
 def test_the_tour_in_the_paper_profile_needs_cifar10(folders, capsys):
     assert cli.main(["figures", "--profile", "paper", "--only", "00"]) == 2
     assert "Fetch them with:  palviz download cifar10\n" in capsys.readouterr().err
