@@ -155,7 +155,7 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
             course.write_page(nb, out_dir, path.stem)
         except Exception as err:
             replace_in_outputs(nb, *shown)
-            error = course.error_line(err).replace(*shown)
+            error = course.error_line(err, replace=shown)
             failure = course.write_failure(nb, out_dir, path.stem, error, profile)
             raise course.NotebookFailed(path.stem, failure, out_dir) from err
     course.clear_failure(out_dir, path.stem)

@@ -246,15 +246,22 @@ def retry_command(profile: str, number: str) -> str:
     return f"palviz figures --profile {profile} --only {number}"
 
 
-def error_line(error: BaseException) -> str:
+def error_line(error: BaseException, replace: tuple[str, str] = ("", "")) -> str:
     """``error`` as one line: ``Name: message`` (a failed cell's exception name and value, as
-    nbclient reports them), at most 300 characters."""
+    nbclient reports them) with ``replace[0]`` replaced by ``replace[1]``, at most
+    :data:`ERROR_CHARACTERS` characters."""
     name = getattr(error, "ename", None) or type(error).__name__
     value = getattr(error, "evalue", None)
     text = str(value if value is not None else error).strip()
     first = text.splitlines()[0] if text else ""
+    if replace[0]:
+        first = first.replace(*replace)
     line = f"{name}: {first}" if first else name
-    return line if len(line) <= 300 else line[:299] + "…"
+    return line if len(line) <= ERROR_CHARACTERS else line[: ERROR_CHARACTERS - 1] + "…"
+
+
+#: The longest error line the front page shows (a full disk's message, path and advice, fits).
+ERROR_CHARACTERS = 600
 
 
 @dataclass(frozen=True)

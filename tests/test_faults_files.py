@@ -243,7 +243,11 @@ def test_error_line_is_the_failed_cells_exception_on_one_line():
     err = CellExecutionError("Traceback ...\nmany lines", "DiskFullError", "the disk is full")
     assert course.error_line(err) == "DiskFullError: the disk is full"
     assert course.error_line(RuntimeError("first\nsecond")) == "RuntimeError: first"
-    assert len(course.error_line(ValueError("x" * 1000))) == 300
+    assert len(course.error_line(ValueError("x" * 1000))) == course.ERROR_CHARACTERS
+    # a path cut by the length limit is still replaced: replaced first, cut after
+    cut = len("OSError: ") + 587  # "/stage" straddles the limit
+    line = course.error_line(OSError("y" * 587 + "/stage/x.png"), replace=("/stage", "/fig"))
+    assert line == "OSError: " + "y" * 587 + "/fig"[: course.ERROR_CHARACTERS - 1 - cut] + "…"
 
 
 # ------------------------------------------------------------------ full disk
