@@ -47,6 +47,7 @@ from palviz.files import (
     StorageError,
     build_dir,
     cache_dir,
+    figures_base,
     figures_dir,
     project_root,
     publish,
@@ -121,10 +122,11 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
     JupyterLab would; returns the seconds it took.
 
     Only a notebook that runs to the end changes what a reader sees: the files it writes into
-    ``figures_dir(profile)`` (figures, results tables, its rows of ``claims.csv``) go to a
-    staging folder meanwhile and move into place afterwards, each file atomically
-    (:func:`palviz.files.publish`), then its executed copy is written to ``out_dir`` as
-    ``.ipynb`` and ``.html`` (:func:`palviz.course.write_page`). A notebook that fails leaves
+    ``figures/`` (figures, results tables, its rows of ``claims.csv``, under whatever profile
+    it runs) go to a staging folder meanwhile and move into place afterwards, each file
+    atomically (:func:`palviz.files.publish`), then its executed copy is written to
+    ``out_dir`` as ``.ipynb`` and ``.html`` (:func:`palviz.course.write_page`). A notebook
+    that fails leaves
     the last good page and figures as they were: the failed run's page and a record for the
     front page are written beside them (:func:`palviz.course.write_failure`) and
     :class:`palviz.course.NotebookFailed` is raised, naming the error and the command that
@@ -136,9 +138,9 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    with figure_stage(profile, path.stem) as stage:
+    with figure_stage(path.stem) as stage:
         # What the kernel prints of its staging folder is shown as the folder it stands for.
-        shown = (str(stage), str(figures_dir("quick")))  # the figures/ folder itself
+        shown = (str(stage), str(figures_base()))
         try:
             with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
                 client = NotebookClient(
@@ -150,8 +152,7 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
                 )
                 client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
             replace_in_outputs(nb, *shown)
-            merge = {"claims.csv": lambda staged, target: _merge_claims(staged, profile)}
-            publish(figures_dir(profile, base=stage), figures_dir(profile), merge)
+            publish(stage, figures_base(), CLAIMS_MERGE)
             course.write_page(nb, out_dir, path.stem)
         except Exception as err:
             replace_in_outputs(nb, *shown)
@@ -162,26 +163,36 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
     return time.perf_counter() - start
 
 
-def _merge_claims(staged: Path, profile: str) -> None:
-    """A notebook's rows of ``claims.csv``, staged while it ran, merged into the shared one."""
-    from palviz.claims import read_claims_file, write_claims
+def _merge_claims(profile: str):
+    """How a notebook's rows of ``profile``'s ``claims.csv``, staged while it ran, join the
+    shared file (:func:`palviz.claims.write_claims` merges them under its lock)."""
 
-    write_claims(read_claims_file(staged), profile)
+    def merge(staged: Path, target: Path) -> None:
+        from palviz.claims import read_claims_file, write_claims
+
+        write_claims(read_claims_file(staged), profile)
+
+    return merge
+
+
+#: :func:`palviz.files.publish`'s merges of a staged ``figures/``: every profile's claims.csv.
+CLAIMS_MERGE = {
+    (figures_dir(p, base=Path(".")) / "claims.csv").as_posix(): _merge_claims(p) for p in PROFILES
+}
 
 
 @contextlib.contextmanager
-def figure_stage(profile: str, stem: str) -> Iterator[Path]:
+def figure_stage(stem: str) -> Iterator[Path]:
     """A fresh folder that stands in for ``figures/`` while notebook ``stem`` runs (the
-    kernel's ``PALVIZ_FIGURES``), inside ``figures_dir(profile)/.staging/`` so that its files
-    move into place with a rename; removed afterwards, with the folders it needed. Folders
-    left by a killed ``palviz figures`` on this machine (a dead pid) are removed first."""
+    kernel's ``PALVIZ_FIGURES``), inside ``figures/.staging/`` so that its files move into
+    place with a rename; removed afterwards, with the folders it needed. Folders left by a
+    killed ``palviz figures`` on this machine (a dead pid) are removed first."""
     import shutil
     import socket
 
     from palviz.locks import pid_alive
 
-    final = figures_dir(profile)
-    root = final / ".staging"
+    root = figures_base() / ".staging"
     made = [d for d in (root, *root.parents) if not d.exists()]
     host = socket.gethostname()
     for left in root.glob(f"{host}-*"):

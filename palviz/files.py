@@ -100,12 +100,17 @@ def runs_dir() -> Path:
     return _folder("PALVIZ_RUNS")
 
 
+def figures_base() -> Path:
+    """The ``figures/`` folder itself, which holds every profile's figures."""
+    return _folder("PALVIZ_FIGURES")
+
+
 def figures_dir(profile: str = "quick", base: str | os.PathLike | None = None) -> Path:
     """Where figures go: ``figures/`` for ``quick``; ``smoke``, ``full`` and ``paper``
     figures go to ``figures/<profile>/``, so a test run never overwrites the figures a person
     looks at. ``base`` stands in for ``figures/`` (e.g. a staging folder)."""
     profile = resolve_profile(profile)
-    base = _folder("PALVIZ_FIGURES") if base is None else Path(base)
+    base = figures_base() if base is None else Path(base)
     return base if profile == "quick" else base / profile
 
 

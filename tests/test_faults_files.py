@@ -108,16 +108,18 @@ LESSON = "# 07 · A lesson\n\n**What you will learn.** what a reader sees of a b
 def lesson(tmp_path: Path, version: int, *, fail: bool) -> Path:
     """Notebook ``07_lesson`` that writes a figure, a results table and its ``claims.csv``
     rows into ``figures_dir`` (as palviz's ``savefig``, ``save_markdown`` and
-    ``write_claims`` do), all telling ``version``; with ``fail`` a later cell raises."""
+    ``write_claims`` do), and a figure under another profile (as one run with ``PROFILE =
+    "paper"`` does), all telling ``version``; with ``fail`` a later cell raises."""
     cells = [
         new_markdown_cell(LESSON),
         new_code_cell(
             "from palviz.files import atomic_write, figures_dir\n"
             "folder = figures_dir('smoke')\n"
-            "for name, text in (('07_lesson_line.png', 'figure {v}'),\n"
-            "                   ('07_lesson_results.md', 'table {v}'),\n"
-            "                   ('claims.csv', {claims!r})):\n"
-            "    with atomic_write(folder / name, 'w') as handle:\n"
+            "for path, text in ((folder / '07_lesson_line.png', 'figure {v}'),\n"
+            "                   (folder / '07_lesson_results.md', 'table {v}'),\n"
+            "                   (folder / 'claims.csv', {claims!r}),\n"
+            "                   (figures_dir('paper') / '07_lesson_line.png', 'paper {v}')):\n"
+            "    with atomic_write(path, 'w') as handle:\n"
             "        handle.write(text)\n"
             "print('written to', folder / '07_lesson_line.png')".format(
                 v=version, claims=claims_csv("07", version)
@@ -171,7 +173,8 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     assert "run it again with: palviz figures --profile smoke --only 07" in message
     # nothing a reader sees changed: page, copy, thumbnail, figure, table and claims
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
-    assert not (shared / ".staging").exists()
+    assert not (tmp_path / "figures" / ".staging").exists()
+    assert not (tmp_path / "figures" / "paper").exists()
     failed_page = (out / "07_lesson.failed.html").read_text(encoding="utf-8")
     assert "cell 3 broke" in failed_page and 'class="palviz-failed"' in failed_page
     index = course.write_index(out, "smoke", tmp_path / "notebooks").read_text(encoding="utf-8")
@@ -189,7 +192,8 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
         ("06", "claim 1"),  # another notebook's row is kept
         ("07", "claim 3"),
     ]
-    assert not (shared / ".staging").exists()
+    assert (tmp_path / "figures" / "paper" / "07_lesson_line.png").read_text() == "paper 3"
+    assert not (tmp_path / "figures" / ".staging").exists()
     executed = nbformat.read(out / "07_lesson.ipynb", as_version=4)
     assert executed.cells[1].outputs[0]["text"] == f"written to {shared / '07_lesson_line.png'}\n"
     assert course.read_failure(out, "07_lesson") is None
