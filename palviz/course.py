@@ -53,7 +53,7 @@ from pathlib import Path
 
 import nbformat
 
-from palviz.files import PROFILES, atomic_write, project_root, write_json
+from palviz.files import PROFILES, atomic_write, project_root, storage_errors, write_json
 from palviz.syllabus import (
     NOT_MEASURED,
     STUDY_TIME_NOTE,
@@ -111,10 +111,12 @@ def install_mathjax(out_dir: Path) -> Path:
     target = Path(out_dir) / "mathjax"
     if (target / ".complete").exists():
         return target
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=".mathjax.", dir=out_dir))
+    with storage_errors(target):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".mathjax.", dir=out_dir))
     try:
-        shutil.copytree(mathjax_source(), partial, dirs_exist_ok=True)
+        with storage_errors(target):  # a full disk: one message, the partial copy removed
+            shutil.copytree(mathjax_source(), partial, dirs_exist_ok=True)
         (partial / ".complete").write_text("MathJax copied from jupyter-server-mathjax\n")
         if not (target / ".complete").exists():
             shutil.rmtree(target, ignore_errors=True)  # an incomplete copy of an earlier run

@@ -241,15 +241,15 @@ def read_only_message(path: str | os.PathLike, code: int = errno.EROFS) -> str:
 
 def storage_error(err: BaseException, path: str | os.PathLike) -> StorageError | None:
     """``err`` (raised while writing ``path``) as a :class:`StorageError` when the file system
-    caused it, else ``None``. A ``RuntimeError`` without an ``errno`` (``torch.save``'s
-    ``inline_container`` errors) counts as a full disk when less than
-    :data:`NEARLY_FULL_BYTES` are free there."""
+    caused it, else ``None``. A ``RuntimeError`` or ``shutil.Error`` without an ``errno``
+    (``torch.save``'s ``inline_container`` errors, ``shutil.copytree``'s list of errors)
+    counts as a full disk when less than :data:`NEARLY_FULL_BYTES` are free there."""
     if isinstance(err, StorageError):
         return None
     code = _errno_of(err)
     if code in _FULL:
         return DiskFullError(errno.ENOSPC, disk_full_message(path), str(path))
-    if code is None and isinstance(err, RuntimeError):
+    if code is None and isinstance(err, (RuntimeError, shutil.Error)):
         free = free_bytes(Path(path).parent)
         if free is not None and free < NEARLY_FULL_BYTES:
             detail = f" ({type(err).__name__}: {str(err).splitlines()[0][:120]})"

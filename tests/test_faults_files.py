@@ -309,6 +309,27 @@ def test_torch_saves_runtime_error_counts_as_a_full_disk_only_when_the_disk_is_f
     assert temp_files(full_disk) == [] and temp_files(tmp_path) == []
 
 
+def test_pages_on_a_full_disk_are_one_message_and_leave_nothing_half_written(
+    full_disk, monkeypatch
+):
+    out = full_disk / "build" / "smoke"
+    with pytest.raises(DiskFullError) as caught:
+        course.install_mathjax(out)  # MathJax is larger than the whole disk
+    message = one_line(str(caught.value))
+    assert message.startswith(f"the disk is full: could not write {out / 'mathjax'} (")
+    assert list(out.iterdir()) == []  # no partial copy left
+    monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)  # it cannot fit
+    nb = new_notebook(cells=[new_markdown_cell(LESSON)])
+    course.write_page(nb, out, "07_lesson", profile="smoke")
+    before = (out / "07_lesson.html").read_bytes()
+    fill(full_disk, 0)
+    nb.cells.append(new_markdown_cell("more " * 5000))
+    with pytest.raises(DiskFullError, match=re.escape(f"could not write {out / '07_lesson'}")):
+        course.write_page(nb, out, "07_lesson", profile="smoke")
+    assert (out / "07_lesson.html").read_bytes() == before
+    assert temp_files(full_disk) == []
+
+
 def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
     import filelock
 
@@ -323,6 +344,20 @@ def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
     other.acquire(timeout=1)  # raises Timeout if the failed owner still held it
     other.release()
     assert sorted(p.name for p in (full_disk / ".locks").iterdir()) == [f"{'k' * 16}.lock"]
+
+
+def test_waiting_for_a_run_lock_on_a_full_disk_is_still_waiting(full_disk):
+    """filelock's Timeout is an OSError without an errno: not a full disk."""
+    from palviz.locks import RunLock
+
+    owner = RunLock(full_disk, "w" * 16)
+    owner.acquire()
+    try:
+        fill(full_disk, 0)
+        waiter = RunLock(full_disk, "w" * 16, poll=0.05)
+        assert waiter.acquire(done=lambda: True) is False  # gave up waiting, as asked
+    finally:
+        owner.release()
 
 
 def test_a_training_run_on_a_full_disk_stops_with_one_message_and_resumes_once_there_is_room(
