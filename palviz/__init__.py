@@ -11,8 +11,8 @@ private names):
   train -> data, losses, metrics; models -> heads -> metrics; data -> datasets;
 - viz -> theory_plots, experiment_plots -> style; theory_plots -> theory -> layer_peeled,
   losses; tables and course -> viz;
-- checks, files, threads, locks, style, plots_geometry and losses.registry import no palviz
-  module.
+- locks -> files; checks, files, threads, style, plots_geometry and losses.registry import no
+  palviz module.
 
 - :mod:`palviz.losses`   every loss of the two papers, ``make_loss(name, **kw)``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,

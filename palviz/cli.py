@@ -38,19 +38,25 @@ rewrites the README's measured block of that profile from them (:mod:`palviz.rep
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from palviz.files import (
     PROFILES,
+    StorageError,
     build_dir,
     cache_dir,
+    figures_base,
     figures_dir,
     project_root,
+    publish,
     resolve_profile,
+    storage_errors,
     write_json,
 )
 
@@ -120,29 +126,119 @@ def kernel_environment(profile: str) -> dict[str, str]:
 
 
 def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 3600) -> float:
-    """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``; write the executed copy
-    as .ipynb and as an offline .html page into ``out_dir`` (see :mod:`palviz.course`).
-    Returns the seconds it took."""
+    """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``, in its folder as
+    JupyterLab would; returns the seconds it took.
+
+    Only a notebook that runs to the end changes what a reader sees: the files it writes into
+    ``figures/`` (figures, results tables, its rows of ``claims.csv``, under whatever profile
+    it runs) go to a staging folder meanwhile and move into place afterwards, each file
+    atomically (:func:`palviz.files.publish`), then its executed copy is written to
+    ``out_dir`` as ``.ipynb`` and ``.html`` (:func:`palviz.course.write_page`). A notebook
+    that fails leaves
+    the last good page and figures as they were: the failed run's page and a record for the
+    front page are written beside them (:func:`palviz.course.write_failure`) and
+    :class:`palviz.course.NotebookFailed` is raised, naming the error and the command that
+    runs it again. An interrupt (Ctrl-C) writes nothing."""
     import nbformat
     from nbclient import NotebookClient
 
-    from palviz.course import write_page
+    from palviz import course
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
-        client = NotebookClient(
-            nb,
-            config=kernel_config(Path(sockets)),
-            timeout=timeout,
-            kernel_name="python3",
-            resources={"metadata": {"path": path.parent}},
-        )
+    with figure_stage(path.stem) as stage:
+        # What the kernel prints of its staging folder is shown as the folder it stands for.
+        shown = (str(stage), str(figures_base()))
         try:
-            client.execute(env=kernel_environment(profile))
-        finally:
-            write_page(nb, out_dir, path.stem)
+            with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
+                client = NotebookClient(
+                    nb,
+                    config=kernel_config(Path(sockets)),
+                    timeout=timeout,
+                    kernel_name="python3",
+                    resources={"metadata": {"path": path.parent}},
+                )
+                client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
+            replace_in_outputs(nb, *shown)
+            publish(stage, figures_base(), CLAIMS_MERGE)
+            course.write_page(nb, out_dir, path.stem)
+        except Exception as err:
+            replace_in_outputs(nb, *shown)
+            error = course.error_line(err, replace=shown)
+            failure = course.write_failure(nb, out_dir, path.stem, error, profile)
+            raise course.NotebookFailed(path.stem, failure, out_dir) from err
+    course.clear_failure(out_dir, path.stem)
     return time.perf_counter() - start
+
+
+def _merge_claims(profile: str):
+    """How a notebook's rows of ``profile``'s ``claims.csv``, staged while it ran, join the
+    shared file (:func:`palviz.claims.write_claims` merges them under its lock)."""
+
+    def merge(staged: Path, target: Path) -> None:
+        from palviz.claims import read_claims_file, write_claims
+
+        write_claims(read_claims_file(staged), profile)
+
+    return merge
+
+
+#: :func:`palviz.files.publish`'s merges of a staged ``figures/``: every profile's claims.csv.
+CLAIMS_MERGE = {
+    (figures_dir(p, base=Path(".")) / "claims.csv").as_posix(): _merge_claims(p) for p in PROFILES
+}
+
+
+@contextlib.contextmanager
+def figure_stage(stem: str) -> Iterator[Path]:
+    """A fresh folder that stands in for ``figures/`` while notebook ``stem`` runs (the
+    kernel's ``PALVIZ_FIGURES``), inside ``figures/.staging/`` so that its files move into
+    place with a rename; removed afterwards, with the folders it needed. Folders left by a
+    killed ``palviz figures`` on this machine (a dead pid) are removed first."""
+    import shutil
+    import socket
+
+    from palviz.locks import pid_alive
+
+    root = figures_base() / ".staging"
+    made = [d for d in (root, *root.parents) if not d.exists()]
+    host = socket.gethostname()
+    for left in root.glob(f"{host}-*"):
+        pid = left.name[len(host) + 1 :].split("-")  # <host>-<pid>-<stem>-<random>
+        if len(pid) == 3 and pid[0].isdigit() and not pid_alive(int(pid[0])):
+            shutil.rmtree(left, ignore_errors=True)
+    with storage_errors(root):
+        root.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f"{host}-{os.getpid()}-{stem}-", dir=root))
+    try:
+        yield stage.resolve()
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        for folder in [root, *made]:  # the staging root, then what this call created
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def replace_in_outputs(nb, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the text of every output of ``nb`` (printed lines,
+    tracebacks, rich text; not images)."""
+
+    def replaced(value):
+        if isinstance(value, str):
+            return value.replace(old, new)
+        if isinstance(value, list):
+            return [replaced(v) for v in value]
+        if isinstance(value, dict):
+            return {k: v if k.startswith("image/") else replaced(v) for k, v in value.items()}
+        return value
+
+    if old == new:
+        return
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for key in ("text", "data", "traceback", "evalue"):
+                if key in output:
+                    output[key] = replaced(output[key])
 
 
 def kernel_config(sockets: Path):
@@ -331,18 +427,25 @@ def cmd_figures(args: argparse.Namespace) -> int:
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return 2
-    from palviz.course import install_mathjax, write_index
+    from palviz.course import NotebookFailed, install_mathjax, write_index
 
     jobs = figure_jobs(args.jobs, len(selected))
     out_dir = build_dir() / args.profile
     install_mathjax(out_dir)  # once, before the notebooks write their pages
     times: dict[str, float] = {}
     total = time.perf_counter()
+    failed: NotebookFailed | None = None
     try:
         training = train_missing(selected, args.profile)
         times = run_notebooks(selected, args.profile, out_dir, jobs)
+    except NotebookFailed as error:
+        failed = error
     finally:
-        index = write_index(out_dir, args.profile)
+        index = write_index(out_dir, args.profile)  # a failed lesson is marked there
+    if failed is not None:
+        print(f"palviz figures: {failed}", file=sys.stderr)
+        print(f"the course's front page: {index.as_uri()}", file=sys.stderr)
+        return 1
     total = time.perf_counter() - total
     if training:
         print(f"{training:8.1f} s  training the missing runs")
@@ -850,4 +953,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except StorageError as err:  # a full or read-only disk: its one line says what to do
+        print(f"palviz {args.command}: {err}", file=sys.stderr)
+        return 1

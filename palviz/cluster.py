@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from palviz.runcache import RunResult, RunSpec, read_cached, run
+from palviz.runcache import RunResult, RunSpec, check_cache_writable, read_cached, run
 
 __all__ = [
     "TrainJob",
@@ -238,6 +238,8 @@ def run_many(
             results[i] = RunResult(specs[i], result.metrics, result.path)
 
     todo = {key: specs[idx[0]] for key, idx in missing.items()}
+    if todo:
+        check_cache_writable(list(todo.values()))  # a read-only cache: one error, before any run
     slots = gpu_slots(torch.cuda.device_count(), workers_per_gpu or 0)
     if slots and executor is None:
         workers = len(slots)

@@ -15,6 +15,10 @@
 ``glossary.html``           ``docs/glossary.md`` rendered, GitHub's anchors kept (``#drw``)
 ``reference.html``          ``docs/reference.md`` rendered the same way
 ``thumbs/NN_topic.png``     the thumbnails (the first figure of each executed notebook)
+``NN_topic.failed.html``    only after a failed run of that notebook: the page of the failed
+                            run, its traceback included (:func:`write_failure`)
+``NN_topic.failed.json``    what the front page says of that failure: the error, when, the
+                            command that runs it again
 ``mathjax/``                MathJax 2.7, copied from the ``jupyter-server-mathjax`` package
 ==========================  ===============================================================
 
@@ -26,14 +30,22 @@ the executed notebook's metadata, and the date the notebook ran (its cells' time
 failing that, the date of the timing record (:func:`palviz.syllabus.timing_record`).
 Interactive controls (ipywidgets sliders) need a running kernel, so the pages show a note in
 their place; the figure drawn for the default values is still on the page.
+
+A page is written only for a notebook that ran to the end. When a notebook fails, its last
+good page, executed copy and thumbnail stay as they were; :func:`write_failure` puts the
+failed run's page beside them, and the front page marks the lesson as failed with the error
+and the command to run it again, until a run succeeds (:func:`clear_failure`).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
+import dataclasses
 import html
 import io
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -41,7 +53,7 @@ from pathlib import Path
 
 import nbformat
 
-from palviz.files import PROFILES, atomic_write, project_root
+from palviz.files import PROFILES, atomic_write, project_root, storage_errors, write_json
 from palviz.syllabus import (
     NOT_MEASURED,
     STUDY_TIME_NOTE,
@@ -54,7 +66,14 @@ from palviz.syllabus import (
 from palviz.viz import WIDGET_NOTE
 
 __all__ = [
+    "Failure",
     "Lesson",
+    "NotebookFailed",
+    "clear_failure",
+    "error_line",
+    "read_failure",
+    "retry_command",
+    "write_failure",
     "lessons",
     "mathjax_source",
     "page_html",
@@ -92,10 +111,12 @@ def install_mathjax(out_dir: Path) -> Path:
     target = Path(out_dir) / "mathjax"
     if (target / ".complete").exists():
         return target
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=".mathjax.", dir=out_dir))
+    with storage_errors(target):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".mathjax.", dir=out_dir))
     try:
-        shutil.copytree(mathjax_source(), partial, dirs_exist_ok=True)
+        with storage_errors(target):  # a full disk: one message, the partial copy removed
+            shutil.copytree(mathjax_source(), partial, dirs_exist_ok=True)
         (partial / ".complete").write_text("MathJax copied from jupyter-server-mathjax\n")
         if not (target / ".complete").exists():
             shutil.rmtree(target, ignore_errors=True)  # an incomplete copy of an earlier run
@@ -129,12 +150,14 @@ def page_html(
     profile: str | None = None,
     record: TimingRecord | None = None,
     stem: str | None = None,
+    note: str = "",
 ) -> str:
     """``nb`` as one offline HTML page (JupyterLab's look, figures embedded), titled ``title``
     (default: the notebook's first heading), with a banner on top saying which profile's
     results it holds (``profile``, else the one in the notebook's metadata) and when it ran
     (the cells' timestamps; else ``record``'s date, if ``record`` times notebook ``stem``),
-    and links to the glossary, reference and other lessons rewritten to their pages."""
+    then ``note`` (HTML), and links to the glossary, reference and other lessons rewritten to
+    their pages."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
@@ -148,7 +171,7 @@ def page_html(
         _without_widgets(nb), resources={"metadata": {"name": title}}
     )
     profile = profile or notebook_profile(nb)
-    banner = _banner(profile, _page_date(nb, record, stem), lesson=True)
+    banner = _banner(profile, _page_date(nb, record, stem), lesson=True) + note
     body = re.sub(r"(<body[^>]*>\s*<main>)", lambda m: m.group(1) + banner, body, count=1)
     return rewrite_links(body.replace("</head>", f"<style>{_BANNER_CSS}</style>\n</head>", 1))
 
@@ -208,14 +231,130 @@ def write_page(
     profile = _profile_of(out_dir, nb, profile)
     if profile:
         nb.metadata.setdefault("palviz", {})["profile"] = profile
+    page = out_dir / f"{stem}.html"
+    html_text = page_html(nb, profile=profile, record=record, stem=stem)  # before any write
     with atomic_write(out_dir / f"{stem}.ipynb") as handle:
         handle.write(nbformat.writes(nb).encode("utf-8"))
-    page = out_dir / f"{stem}.html"
-    html_text = page_html(nb, profile=profile, record=record, stem=stem)
-    with atomic_write(page) as handle:
-        handle.write(html_text.encode("utf-8"))
+    _write(page, html_text)
     write_thumbnail(nb, out_dir / "thumbs" / f"{stem}.png")
     return page
+
+
+# ------------------------------------------------------------------ failed runs
+
+
+def retry_command(profile: str, number: str) -> str:
+    """The command that runs lesson ``number`` again in ``profile``."""
+    return f"palviz figures --profile {profile} --only {number}"
+
+
+def error_line(error: BaseException, replace: tuple[str, str] = ("", "")) -> str:
+    """``error`` as one line: ``Name: message`` (a failed cell's exception name and value, as
+    nbclient reports them) with ``replace[0]`` replaced by ``replace[1]``, at most
+    :data:`ERROR_CHARACTERS` characters."""
+    name = getattr(error, "ename", None) or type(error).__name__
+    value = getattr(error, "evalue", None)
+    text = str(value if value is not None else error).strip()
+    first = text.splitlines()[0] if text else ""
+    if replace[0]:
+        first = first.replace(*replace)
+    line = f"{name}: {first}" if first else name
+    return line if len(line) <= ERROR_CHARACTERS else line[: ERROR_CHARACTERS - 1] + "…"
+
+
+#: The longest error line the front page shows (a full disk's message, path and advice, fits).
+ERROR_CHARACTERS = 600
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The last run of a lesson failed: ``error`` (one line), ``when`` (UTC), the ``command``
+    that runs it again and the failed run's ``page`` (``None`` if none could be written)."""
+
+    error: str
+    when: str
+    command: str
+    page: Path | None
+
+
+def _failure_paths(out_dir: Path, stem: str) -> tuple[Path, Path]:
+    return Path(out_dir) / f"{stem}.failed.json", Path(out_dir) / f"{stem}.failed.html"
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook run by ``palviz figures`` failed: its last good page was kept. ``str()``
+    says which, the error, where to read the traceback and how to run it again."""
+
+    def __init__(self, stem: str, failure: Failure, out_dir: Path) -> None:
+        self.stem, self.failure = stem, failure
+        good = Path(out_dir) / f"{stem}.html"
+        kept = f"the last good page {good} is kept" if good.exists() else "it has no page yet"
+        where = f"; its traceback: {failure.page}" if failure.page else ""
+        super().__init__(
+            f"notebook {stem} failed: {failure.error}; {kept}{where}; "
+            f"run it again with: {failure.command}"
+        )
+
+
+def write_failure(
+    nb: nbformat.NotebookNode, out_dir: Path, stem: str, error: str, profile: str
+) -> Failure:
+    """Record that notebook ``stem`` failed with ``error`` (one line, see :func:`error_line`)
+    in ``profile``: ``stem.failed.html`` (the failed run's page, ``nb`` as it stopped, with its
+    traceback) and ``stem.failed.json`` (what the front page says). The lesson's own page,
+    copy and thumbnail are not touched. Best effort on a full disk: a page or record that
+    cannot be written is left out. Returns the failure."""
+    import datetime
+
+    record_path, page = _failure_paths(out_dir, stem)
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    failure = Failure(error, when, retry_command(profile, stem[:2]), page)
+    if (Path(out_dir) / f"{stem}.html").exists():
+        good = f'<a href="{stem}.html">the lesson\'s page</a> is the last run that reached the end'
+    else:
+        good = "no run of this lesson has reached the end yet"
+    note = (
+        f'<div class="palviz-failed">This run failed ({html.escape(when)}): '
+        f"<code>{html.escape(failure.error)}</code>. The traceback is below; {good}. Run it "
+        f"again with <code>{html.escape(failure.command)}</code>.</div>"
+    )
+    try:
+        _write(page, page_html(nb, profile=profile, stem=stem, note=note))
+    except Exception:  # noqa: BLE001 - the record matters more than the page
+        failure = dataclasses.replace(failure, page=None)
+        with contextlib.suppress(OSError):
+            page.unlink()  # an earlier failure's page would tell of another run
+    record = {"error": failure.error, "when": when, "command": failure.command}
+    record["page"] = page.name if failure.page else None
+    with contextlib.suppress(OSError):
+        write_json(record_path, record)
+    return failure
+
+
+def read_failure(out_dir: Path, stem: str) -> Failure | None:
+    """The failure :func:`write_failure` recorded for ``stem`` in ``out_dir``, if any."""
+    record_path, page = _failure_paths(out_dir, stem)
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    return Failure(
+        error=str(record.get("error") or f"unknown (unreadable {record_path.name})"),
+        when=str(record.get("when") or "?"),
+        command=str(record.get("command") or ""),
+        page=page if record.get("page") and page.exists() else None,
+    )
+
+
+def clear_failure(out_dir: Path, stem: str) -> None:
+    """Forget a recorded failure of ``stem`` (after a run that succeeded)."""
+    for path in _failure_paths(out_dir, stem):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def render_executed(out_dir: Path, profile: str | None = None, **where) -> list[Path]:
@@ -274,6 +413,7 @@ class Lesson:
     summary: str  # markdown: the "what you will learn" block
     page: Path | None  # the executed page, if built
     thumbnail: Path | None
+    failure: Failure | None = None  # the last run failed (the page is an older one)
 
 
 def _intro(nb: nbformat.NotebookNode) -> tuple[str, str]:
@@ -289,7 +429,8 @@ def _intro(nb: nbformat.NotebookNode) -> tuple[str, str]:
 
 
 def lessons(out_dir: Path, notebooks_dir: Path | None = None) -> list[Lesson]:
-    """Every notebook of ``notebooks/`` in order, with its built page and thumbnail if any."""
+    """Every notebook of ``notebooks/`` in order, with its built page and thumbnail if any,
+    and the failure of its last run if that failed."""
     notebooks_dir = Path(notebooks_dir or project_root() / "notebooks")
     found = []
     for path in sorted(notebooks_dir.glob("[0-9][0-9]_*.ipynb")):
@@ -304,6 +445,7 @@ def lessons(out_dir: Path, notebooks_dir: Path | None = None) -> list[Lesson]:
                 summary=summary,
                 page=page if page.exists() else None,
                 thumbnail=thumb if thumb.exists() else None,
+                failure=read_failure(out_dir, path.stem),
             )
         )
     return found
@@ -318,6 +460,7 @@ h1 { margin-bottom: 0.2rem; } .lede { color: #555; margin-top: 0; }
 .lesson .noimg { width: 300px; flex: none; color: #888; font-style: italic; }
 .lesson h2 { margin: 0 0 0.4rem 0; font-size: 1.15rem; }
 .lesson .missing { color: #a33; font-size: 0.9rem; }
+.failed { color: #a33; font-size: 0.9rem; } .failed code { white-space: pre-wrap; }
 table.syllabus { border-collapse: collapse; width: 100%; font-size: 0.9rem; margin: 0.6rem 0; }
 table.syllabus th, table.syllabus td { border: 1px solid #ddd; padding: 0.35rem 0.5rem;
        vertical-align: top; text-align: left; }
@@ -343,6 +486,9 @@ _BANNER_CSS = """
 .palviz-banner a { margin-right: 0.9rem; color: #0645ad; text-decoration: underline; }
 .palviz-banner .results { float: right; }
 .palviz-banner .profile { font-weight: 600; }
+.palviz-failed { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
+  background: #fdecea; border: 1px solid #f1b0a8; border-radius: 4px; color: #611;
+  padding: 0.45rem 0.8rem; margin: 0 auto 1rem auto; max-width: 1100px; }
 """
 
 
@@ -526,7 +672,32 @@ def short_goal(goal: str, limit: int = 130) -> str:
 
 def _lesson_link(lesson: Lesson) -> str:
     title = html.escape(lesson.title)
-    return f'<a href="{lesson.page.name}">{title}</a>' if lesson.page is not None else title
+    link = f'<a href="{lesson.page.name}">{title}</a>' if lesson.page is not None else title
+    if lesson.failure is not None:
+        link += ' <span class="failed">(last run failed)</span>'
+    return link
+
+
+def _failure_html(lesson: Lesson) -> str:
+    """What a lesson's section says of its failed last run."""
+    failure = lesson.failure
+    if failure is None:
+        return ""
+    shown = (
+        "The page linked here is the last run that reached the end"
+        if lesson.page is not None
+        else "No run has reached the end yet"
+    )
+    traceback = (
+        f'; <a href="{failure.page.name}">the failed run\'s page</a> has the traceback'
+        if failure.page is not None
+        else ""
+    )
+    return (
+        f'<p class="failed"><strong>The last run failed</strong> ({html.escape(failure.when)}): '
+        f"<code>{html.escape(failure.error)}</code>. {shown}{traceback}. Run it again with "
+        f"<code>{html.escape(failure.command)}</code>.</p>"
+    )
 
 
 def _prerequisites(number: str, anchor_prefix: str) -> str:
@@ -609,11 +780,15 @@ def index_html(
         title = html.escape(lesson.title)
         if lesson.page is not None:
             heading = f'<a href="{lesson.page.name}">{title}</a>'
+        elif lesson.failure is not None:
+            heading = f'{title} <span class="missing">(not built: its run failed)</span>'
         else:
             heading = (
                 f'{title} <span class="missing">(not built: '
-                f"<code>palviz figures --profile {profile} --only {lesson.number}</code>)</span>"
+                f"<code>{retry_command(profile, lesson.number)}</code>)</span>"
             )
+        if lesson.failure is not None:
+            heading += ' <span class="failed">· last run failed</span>'
         if lesson.thumbnail is not None:
             src = lesson.thumbnail.relative_to(out_dir).as_posix()
             image = f'<img src="{src}" alt="first figure of {html.escape(lesson.stem)}">'
@@ -623,14 +798,25 @@ def index_html(
             image = '<div class="noimg">no figure yet</div>'
         rows.append(
             f'<section class="lesson" id="lesson-{lesson.number}">{image}<div>'
-            f"<h2>{heading}</h2><p><strong>What you will learn</strong></p>"
+            f"<h2>{heading}</h2>{_failure_html(lesson)}"
+            "<p><strong>What you will learn</strong></p>"
             f"{_markdown(lesson.summary)}</div></section>"
+        )
+    failed = [lesson for lesson in items if lesson.failure is not None]
+    failed_note = ""
+    if failed:
+        links = ", ".join(f'<a href="#lesson-{x.number}">{x.number}</a>' for x in failed)
+        failed_note = (
+            f'<p class="failed">The last run of lesson(s) {links} failed: see below for the '
+            "error and the command that runs it again; their pages are from the last run that "
+            "reached the end.</p>\n"
         )
     return (
         _head(f"palviz: the course ({profile} profile)")
         + _banner(profile, _record_banner_date(record), lesson=False, current="index.html")
         + "<h1>palviz: learning from imperfect labels</h1>\n"
-        f'<p class="lede">The notebooks in order, executed in the <code>{profile}</code> '
+        + failed_note
+        + f'<p class="lede">The notebooks in order, executed in the <code>{profile}</code> '
         "profile. Each page shows the code, its printed checks and its figures; open the "
         "notebooks in JupyterLab (<code>make lab</code>) to change the parameters and move "
         'the sliders. The terms are defined in the <a href="glossary.html">glossary</a>, '

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import filelock
 
+from palviz.files import storage_errors
+
 __all__ = ["RunLock", "heartbeat_seconds", "stale_after", "stale_reason"]
 
 DEFAULT_STALE_SECONDS = 600.0
@@ -86,7 +88,8 @@ class RunLock:
     def __init__(self, root: str | os.PathLike, key: str, *, poll: float = 0.5) -> None:
         self.key = key
         folder = Path(root) / ".locks"
-        folder.mkdir(parents=True, exist_ok=True)
+        with storage_errors(folder):  # a read-only or full run cache: one clear error
+            folder.mkdir(parents=True, exist_ok=True)
         self.lock_path = folder / f"{key}.lock"
         self.owner_path = folder / f"{key}.owner"
         self.takeover_path = folder / f"{key}.takeover"
@@ -104,7 +107,8 @@ class RunLock:
     def acquire(self, done: Callable[[], bool] | None = None) -> bool:
         while True:
             try:
-                self._lock.acquire(timeout=self.poll)
+                with storage_errors(self.lock_path):
+                    self._lock.acquire(timeout=self.poll)
             except filelock.Timeout:
                 if done is not None and done():
                     return False
@@ -133,8 +137,15 @@ class RunLock:
     def _own(self) -> None:
         self.record = {"pid": os.getpid(), "host": self.host, "time": time.time()}
         tmp = self.owner_path.with_name(f".{self.owner_path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.record))
-        os.replace(tmp, self.owner_path)
+        try:
+            with storage_errors(self.owner_path):
+                tmp.write_text(json.dumps(self.record))
+                os.replace(tmp, self.owner_path)
+        except BaseException:  # e.g. a full disk: give the lock back, leave no temp file
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self._lock.release()
+            raise
         self._stop.clear()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="palviz-lock")
         self._beat.start()

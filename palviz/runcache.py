@@ -48,7 +48,18 @@ from palviz.checks import (
     check_real,
     invalid,
 )
-from palviz.files import runs_dir, save_npz, write_json
+from palviz.files import (
+    DiskFullError,
+    ReadOnlyError,
+    StorageError,
+    cache_dir,
+    not_writable_reason,
+    require_writable,
+    runs_dir,
+    save_npz,
+    storage_errors,
+    write_json,
+)
 from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
 from palviz.models import ARCHS, make_model
@@ -287,20 +298,44 @@ class RunResult:
         with np.load(self.path / "features.npz", allow_pickle=False) as arrays:
             return {name: arrays[name] for name in arrays.files}
 
+    def embedding_paths(self, max_points: int = 2000, seed: int = 0) -> tuple[Path, Path]:
+        """Where :meth:`embedding` keeps its coordinates, in order: next to the run
+        (``umap_<points>_<seed>.npz``, which ``palviz runs pack`` carries), else under
+        ``cache_dir()/umap/<key>/`` (for a run cache that is read-only or full)."""
+        name = f"umap_{max_points}_{seed}.npz"
+        return self.path / name, cache_dir() / "umap" / self.path.name / name
+
     def embedding(self, max_points: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """A 2-D UMAP embedding of (at most ``max_points``, stratified) test features and
-        their labels, cached next to the run."""
-        path = self.path / f"umap_{max_points}_{seed}.npz"
-        if path.exists():
-            with np.load(path, allow_pickle=False) as arrays:
-                return arrays["embedding"], arrays["labels"]
+        their labels, cached in the first of :meth:`embedding_paths` that takes it; where
+        neither does (read-only, full), computed in memory with a printed note."""
+        places = self.embedding_paths(max_points, seed)
+        for path in places:
+            if path.exists():
+                with np.load(path, allow_pickle=False) as arrays:
+                    return arrays["embedding"], arrays["labels"]
         from palviz.viz import umap_embedding
 
         arrays = self.features()
         keep = pdata.stratified_subset(arrays["targets"], max_points, seed)
-        embedding = umap_embedding(arrays["features"][keep], seed=seed)
-        save_npz(path, embedding=embedding, labels=arrays["targets"][keep])
-        return embedding, arrays["targets"][keep]
+        embedding, labels = (
+            umap_embedding(arrays["features"][keep], seed=seed),
+            arrays["targets"][keep],
+        )
+        refused = []
+        for path in places:
+            try:
+                save_npz(path, embedding=embedding, labels=labels)
+                return embedding, labels
+            except StorageError as err:
+                why = "disk full" if isinstance(err, DiskFullError) else "not writable"
+                refused.append(f"{path.parent} ({why})")
+        print(
+            f"note: the UMAP coordinates of run {self.path.name} ({self.label}) are computed "
+            f"in memory and not kept (the next call computes them again): they cannot go in "
+            f"{' nor in '.join(refused)}; set PALVIZ_CACHE to a writable folder to keep them"
+        )
+        return embedding, labels
 
 
 def _covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
@@ -445,13 +480,24 @@ def quarantine(folder: Path, problem: str, label: str = "") -> Path:
     import warnings
 
     broken = folder.parent / ".broken"
-    broken.mkdir(parents=True, exist_ok=True)
-    target = broken / f"{folder.name}-{_utc_stamp()}"
-    n = 1
-    while target.exists():
-        n += 1
-        target = broken / f"{folder.name}-{_utc_stamp()}-{n}"
-    os.replace(folder, target)
+    try:
+        with storage_errors(broken):
+            broken.mkdir(parents=True, exist_ok=True)
+            target = broken / f"{folder.name}-{_utc_stamp()}"
+            n = 1
+            while target.exists():
+                n += 1
+                target = broken / f"{folder.name}-{_utc_stamp()}-{n}"
+            os.replace(folder, target)
+    except ReadOnlyError as err:
+        raise ReadOnlyError(
+            err.errno,
+            f"run cache entry {folder} ({label or 'no label'}) is broken: {problem}; the run "
+            f"cache {folder.parent} {not_writable_reason(err.errno)}, so it cannot be moved "
+            "aside and trained again. Repair the cache where it is writable (palviz runs "
+            "--check --fix, then train), or set PALVIZ_RUNS to a writable copy of it",
+            str(folder),
+        ) from None
     if not label:
         with contextlib.suppress(Exception):
             label = json.loads((target / "spec.json").read_text()).get("label", "")
@@ -478,6 +524,27 @@ def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
     return RunResult(spec, json.loads(done.read_text()), folder)
 
 
+def check_cache_writable(specs: Sequence[RunSpec]) -> None:
+    """Before training ``specs`` (runs the cache lacks): a
+    :class:`~palviz.files.ReadOnlyError` naming the run cache and what to do when it cannot
+    take new entries (a read-only mount, another user's folder), so nothing starts; a full
+    disk there raises :class:`~palviz.files.DiskFullError`."""
+    root = runs_dir()
+    try:
+        require_writable(root / ".locks")
+    except ReadOnlyError as err:
+        labels = ", ".join(f"{s.label or s.loss} {s.key()}" for s in specs[:3])
+        more = f" and {len(specs) - 3} more" if len(specs) > 3 else ""
+        raise ReadOnlyError(
+            err.errno,
+            f"the run cache {root} {not_writable_reason(err.errno)}, and {len(specs)} run(s) "
+            f"asked for are not in it ({labels}{more}): nothing was trained. Set PALVIZ_RUNS to "
+            "a writable folder (a copy of this cache, or one filled with palviz runs unpack "
+            "FILE) and run the command again, or train the runs where the cache is writable",
+            str(root),
+        ) from None
+
+
 def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     """The result of ``spec``: from the cache when it is there, else trained now (resuming
     from a checkpoint an interrupted or killed run left) and cached.
@@ -496,6 +563,7 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
             cached = read_cached(spec, folder)
             if cached is not None:
                 return cached
+    check_cache_writable([spec])
     lock = RunLock(root, spec.key())
     while not lock.acquire(done=lambda: not retrain and (folder / "metrics.json").exists()):
         with contextlib.suppress(FileNotFoundError):
@@ -521,7 +589,8 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             quarantine(folder, problem, spec.label)
     # The data first: a run that cannot read it (e.g. a dataset not downloaded) leaves no entry.
     prepared = prepare_data(spec)
-    folder.mkdir(parents=True, exist_ok=True)
+    with storage_errors(folder):
+        folder.mkdir(parents=True, exist_ok=True)
     for leftover in folder.glob(".*.tmp"):  # half-written files of a killed run
         with contextlib.suppress(OSError):
             leftover.unlink()
