@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import concurrent.futures as cf
 import contextlib
-import logging
+import io
 import multiprocessing
 import os
 import re
@@ -177,13 +177,12 @@ class SlurmRefused(RuntimeError):
     ``sbatch``'s refusal, in one line naming the option to change. Nothing was submitted."""
 
 
+#: What to change when a job asks for GPUs a partition does not have.
+CPU_ONLY = "on a CPU partition use --gpus-per-job 0"
 #: The advice for each kind of sbatch refusal: (a fragment of its error, what to change).
 SBATCH_ADVICE = (
-    (
-        "node configuration is not available",
-        "on a CPU partition use --gpus-per-job 0; lower --cpus-per-job",
-    ),
-    ("generic resource", "the partition has no such GPUs (GRES): use --gpus-per-job 0"),
+    ("node configuration is not available", f"{CPU_ONLY}; lower --cpus-per-job"),
+    ("generic resource", f"the partition has no such GPUs (GRES): {CPU_ONLY}"),
     ("partition", "check --slurm-partition (`sinfo -s` lists the partitions)"),
     ("time limit", "lower --slurm-time (minutes; `sinfo -o '%P %l'` shows the limits)"),
     ("memory", "lower --slurm-mem"),
@@ -301,15 +300,27 @@ def slurm_resources(
         usable = [c for c, g in nodes if g >= gpus]
         cpus = min(_default_cpus(gpus), max(usable)) if usable else _default_cpus(gpus)
     if not any(c >= cpus and g >= gpus for c, g in nodes):
-        top_cpus = max((c for c, _ in nodes), default=0)
-        top_gpus = max((g for _, g in nodes), default=0)
-        raise SlurmRefused(
-            f"--gpus-per-job {gpus} --cpus-per-job {cpus}: no node of "
-            f"{f'partition {name}' if name else 'the cluster'} has that many (sinfo: at most "
-            f"{top_cpus} CPUs and {top_gpus} GPUs a node) - {SBATCH_ADVICE[0][1]}; "
-            "nothing was submitted"
-        )
+        raise SlurmRefused(_too_much(name, nodes, gpus, cpus))
     return SlurmResources(partition, gpus, cpus, source)
+
+
+def _too_much(partition: str | None, nodes: list[tuple[int, int]], gpus: int, cpus: int) -> str:
+    """Why no node of ``nodes`` (``(cpus, gpus)`` each) can run a job of ``gpus`` GPUs and
+    ``cpus`` CPUs, and the flag to change, in one line."""
+    top_cpus = max((c for c, _ in nodes), default=0)
+    top_gpus = max((g for _, g in nodes), default=0)
+    advice = []
+    if gpus > top_gpus:
+        advice.append(CPU_ONLY if top_gpus == 0 else f"use --gpus-per-job {top_gpus} or fewer")
+    room = max((c for c, g in nodes if g >= min(gpus, top_gpus)), default=0)
+    if cpus > room:
+        advice.append(f"lower --cpus-per-job to {room} or fewer")
+    where = f"partition {partition}" if partition else "the cluster"
+    return (
+        f"--gpus-per-job {gpus} --cpus-per-job {cpus}: no node of {where} has that many "
+        f"(sinfo: at most {top_cpus} CPUs and {top_gpus} GPUs a node) - {'; '.join(advice)}; "
+        "nothing was submitted"
+    )
 
 
 def _default_cpus(gpus: int) -> int:
@@ -345,7 +356,7 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
         "# array, task i training line i. Arguments go to sbatch, e.g.",
         f"#   sh {name} --gres=gpu:1 --cpus-per-task=4 --time=12:00:00   (a GPU each)",
         f"#   sh {name} --cpus-per-task=1 --time=02:00:00                 (CPU only)",
-        *(f"{name}={shlex.quote(value)}; export {name}" for name, value in env.items()),
+        *(f"{var}={shlex.quote(value)}; export {var}" for var, value in env.items()),
         f"exec sbatch --array=0-{count - 1} --job-name=palviz --requeue --open-mode=append \\",
         f'    "$@" --wrap={wrap}',
     ]
@@ -359,8 +370,9 @@ def _submit_array(executor: Any, todo: Mapping[str, RunSpec]) -> dict[str, Any]:
 
     folder = Path(executor.folder)
     before = set(folder.iterdir()) if folder.is_dir() else set()
+    said = io.StringIO()  # submitit prints sbatch's stderr on a failure: it is in the error
     try:
-        with executor.batch():
+        with contextlib.redirect_stderr(said), executor.batch():
             return {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
     except FailedJobError as err:
         for path in set(folder.iterdir()) - before if folder.is_dir() else ():
@@ -370,79 +382,84 @@ def _submit_array(executor: Any, todo: Mapping[str, RunSpec]) -> dict[str, Any]:
 
 
 def _as_finished(
-    jobs: Mapping[str, Any], poll: float = 1.0, sleep: Callable[[float], Any] = time.sleep
+    jobs: Mapping[str, Any],
+    poll: float = 1.0,
+    sleep: Callable[[float], Any] = time.sleep,
+    quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
 ) -> Iterator[tuple[str, Any]]:
     """``(key, result)`` of each submitit job as it finishes (``job.done()``), whatever the
-    order they were submitted in; polled every ``poll`` seconds."""
+    order they were submitted in; polled every ``poll`` seconds, each poll inside
+    ``quiet()``."""
     pending = dict(jobs)
     while pending:
-        finished = [key for key, job in pending.items() if job.done()]
+        with quiet():
+            finished = [key for key, job in pending.items() if job.done()]
         for key in finished:
             yield key, pending.pop(key).result()
         if pending and not finished:
             sleep(poll)
 
 
-#: submitit's messages when it cannot ask Slurm's accounting (``sacct``) for job states.
-SACCT_MESSAGE = "sacct"
+@contextlib.contextmanager
+def _output_into(log_file: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 of this process (stdout, stderr), and so those of the
+    commands it starts, go to ``log_file`` (appended) while this lasts."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(log_file, "ab") as handle:
+            os.dup2(handle.fileno(), 1)
+            os.dup2(handle.fileno(), 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
-class _SubmititConsole(logging.Filter):
-    """What of submitit's log reaches the terminal while a sweep's progress bar is shown:
-    warnings, but its ``sacct`` errors only once, as one line (all of it goes to the file)."""
+#: What says that submitit could not ask Slurm's accounting for the jobs' states.
+SACCT_NOTE = (
+    "submitit cannot read job states with sacct (is Slurm accounting on?): a run counts as "
+    "finished when its result file appears, and a task killed before it wrote one is not "
+    "noticed; submitit's messages go to {log}"
+)
+
+
+class _QuietPolls:
+    """A context for each poll of submitit's jobs: what the poll prints (submitit's log, which
+    it shows on stdout and stderr, and ``sacct``'s errors, once per poll without Slurm
+    accounting) goes to ``log_file``, not into the progress bar; the first time that
+    mentions ``sacct``, one line (:data:`SACCT_NOTE`) says so."""
 
     def __init__(self, log_file: Path) -> None:
-        super().__init__()
         self.log_file = log_file
+        self.start = log_file.stat().st_size if log_file.exists() else 0
         self.told = False
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return False
-        if SACCT_MESSAGE not in record.getMessage():
-            return True
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with _output_into(self.log_file):
+            yield
         if not self.told:
-            from tqdm.auto import tqdm
+            with open(self.log_file, "rb") as handle:
+                handle.seek(self.start)
+                said = handle.read()
+            if b"sacct" in said:
+                from tqdm.auto import tqdm
 
-            self.told = True
-            tqdm.write(
-                "submitit cannot read job states with sacct (is Slurm accounting on?): a run "
-                "counts as finished when its result file appears; submitit's messages go to "
-                f"{self.log_file}",
-                file=sys.stderr,
-            )
-        return False
-
-
-@contextlib.contextmanager
-def _submitit_log(folder: Path) -> Iterator[Path]:
-    """While it lasts, submitit's log goes to ``folder/submitit.log`` and only
-    :class:`_SubmititConsole`'s part of it to the terminal."""
-    logger = logging.getLogger("submitit")
-    log_file = folder / "submitit.log"
-    folder.mkdir(parents=True, exist_ok=True)
-    to_file = logging.FileHandler(log_file)
-    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    console = _SubmititConsole(log_file)
-    shown = list(logger.handlers)
-    for handler in shown:
-        handler.addFilter(console)
-    logger.addHandler(to_file)
-    try:
-        yield log_file
-    finally:
-        logger.removeHandler(to_file)
-        to_file.close()
-        for handler in shown:
-            handler.removeFilter(console)
+                self.told = True
+                tqdm.write(SACCT_NOTE.format(log=self.log_file), file=sys.stderr)
 
 
 def _train_on_submitit(executor: Any, todo: Mapping[str, RunSpec]) -> Iterator[tuple[str, Any]]:
     """:func:`train_with` on a submitit executor: one job array, results as they finish."""
     folder = Path(executor.folder)
-    with _submitit_log(folder):
-        jobs = _submit_array(executor, todo)
-        yield from _as_finished(jobs)
+    folder.mkdir(parents=True, exist_ok=True)
+    jobs = _submit_array(executor, todo)
+    yield from _as_finished(jobs, quiet=_QuietPolls(folder / "submitit.log"))
 
 
 def default_log_dir() -> Path:

@@ -114,6 +114,28 @@ def test_sbatchs_refusal_is_one_line_and_leaves_no_submitit_files(slurm, runs, t
     assert "--open-mode=append" in srun
 
 
+@pytest.mark.parametrize(
+    "stderr, said, advice",
+    [  # what sbatch of Slurm 22.05 prints
+        (SBATCH_REFUSAL, "Requested node configuration", "--gpus-per-job 0; lower --cpus-per-job"),
+        (
+            "sbatch: error: Invalid generic resource (gres) specification",
+            "Invalid generic resource (gres) specification",
+            "use --gpus-per-job 0",
+        ),
+        (
+            "sbatch: error: invalid partition specified: nope\n"
+            "sbatch: error: Batch job submission failed: Invalid partition name specified",
+            "Invalid partition name specified",
+            "check --slurm-partition",
+        ),
+    ],
+)
+def test_sbatchs_refusals_name_the_flag_to_change(stderr, said, advice):
+    line = cluster.sbatch_refusal(stderr)
+    assert "\n" not in line and said in line and advice in line and "sbatch: error" not in line
+
+
 SINFO = "cpu*|8|(null)\ncpu*|8|(null)\ngpu|2|gpu:a100:4(S:0-1)\ngpu|32|gpu:2,mps:100\n"
 
 
@@ -197,23 +219,27 @@ def test_results_come_as_jobs_finish_not_in_submission_order():
     assert seen == sorted((at, name) for name, at in ready.items())  # by time, then submission
 
 
-def test_submitits_sacct_errors_reach_the_terminal_once(tmp_path, capfd):
+def test_sacct_errors_stay_out_of_the_progress_bar_but_for_one_line(tmp_path, capfd, monkeypatch):
+    log_file = tmp_path / "submitit.log"
+    quiet = cluster._QuietPolls(log_file)
     logger = logging.getLogger("submitit")
-    console = logging.StreamHandler(sys.stderr)
-    logger.addHandler(console)
+    # like submitit's two handlers, on the terminal's stdout and stderr
+    streams = [open(fd, "w", closefd=False) for fd in (1, 2)]
+    monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(f) for f in streams])
     try:
-        with cluster._submitit_log(tmp_path) as log_file:
-            for call in range(1, 4):
-                logger.warning(
-                    f"Call #{call} - Bypassing sacct error boom, status may be inaccurate."
-                )
-            logger.warning("another warning")
+        for call in range(1, 4):  # three polls, each with sacct failing as without accounting
+            with quiet():
+                subprocess.run(["sh", "-c", "echo 'Slurm accounting storage is disabled' >&2"])
+                logger.warning(f"Call #{call} - Bypassing sacct error 1, status may be inaccurate.")
     finally:
-        logger.removeHandler(console)
-    err = capfd.readouterr().err
-    assert "Bypassing" not in err and err.count("cannot read job states with sacct") == 1
-    assert "another warning" in err and str(log_file) in err
-    assert log_file.read_text().count("Bypassing sacct error") == 3
+        for stream in streams:
+            stream.close()
+    out, err = capfd.readouterr()
+    assert "Bypassing" not in out + err and "accounting storage" not in out + err
+    assert err.count("cannot read job states with sacct") == 1 and str(log_file) in err
+    text = log_file.read_text()
+    assert text.count("Bypassing sacct error") == 6  # once from each handler
+    assert text.count("Slurm accounting storage is disabled") == 3
 
 
 # ----------------------------------------------------------------- resuming
