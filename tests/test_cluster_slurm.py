@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import test_runcache_cluster
 
 from palviz import cli, cluster
 from palviz import experiments as ex
@@ -20,18 +21,12 @@ from palviz import train as ptrain
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: What sbatch 22.05 prints, and its exit status, when no node has the resources asked for.
+runs = test_runcache_cluster.runs  # the fixture: an empty run cache of the test's own
+
+#: What sbatch prints (exiting 1) when no node has the resources asked for.
 SBATCH_REFUSAL = (
     "sbatch: error: Batch job submission failed: Requested node configuration is not available"
 )
-
-
-@pytest.fixture
-def runs(tmp_path, monkeypatch):
-    folder = tmp_path / "runs"
-    monkeypatch.setenv("PALVIZ_RUNS", str(folder))
-    monkeypatch.delenv("PALVIZ_TOY", raising=False)
-    return folder
 
 
 def fake_command(bin_dir: Path, name: str, body: str) -> None:
