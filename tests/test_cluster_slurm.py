@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import test_runcache_cluster
+from cluster_support import require_engine
 
 from palviz import cli, cluster
 from palviz import experiments as ex
@@ -90,7 +91,7 @@ def test_a_resource_the_partition_lacks_is_refused_before_sbatch(slurm, runs, tm
 
 
 def test_sbatchs_refusal_is_one_line_and_leaves_no_submitit_files(slurm, runs, tmp_path, capsys):
-    pytest.importorskip("submitit")
+    require_engine("submitit")
     calls = slurm(sinfo=None)  # no controller to ask: sbatch has the last word
     log_dir = tmp_path / "submitit"
     assert sweep("--executor", "slurm", "--log-dir", str(log_dir)) == 2
@@ -179,7 +180,7 @@ def test_options_of_another_executor_are_refused(executor, options, named, runs,
 
 
 def test_submitits_folder_defaults_to_the_run_cache(runs):
-    pytest.importorskip("submitit")
+    require_engine("submitit")
     executor = cluster.make_executor("submitit-local", timeout_min=5)
     assert Path(executor.folder) == runs / ".submitit"
 
