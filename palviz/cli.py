@@ -4,7 +4,8 @@
 
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
-    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE] [--estimate FILE]
+    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
+                [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
     palviz download {mnist,cifar10,cifar100} [...]
@@ -24,9 +25,11 @@ and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (s
 planned runs read (:func:`data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
-data or a GPU) and writes them as JSON lines; ``train`` trains one line of such a file into the
-cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains every missing run
-of a plan through a local pool, submitit (Slurm) or Dask (see docs/cluster.md).
+data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
+``--sbatch`` a script submitting them as one Slurm array; ``train`` trains one line of such a
+file into the cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains
+every missing run of a plan through a local pool, submitit (Slurm) or Dask (see
+docs/cluster.md).
 
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine). ``report`` copies the profile's result files
@@ -582,16 +585,36 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if counts["broken"] and not args.fix else 0
 
 
+def plan_numbers(only: list[str] | None = None) -> list[str]:
+    """The numbers of the notebooks that train (:data:`palviz.plan.NOTEBOOKS_WITH_RUNS`),
+    or those of them in ``only``; ``only`` may name any lesson of the course
+    (:data:`palviz.syllabus.SYLLABUS`). Needs no notebook file, so ``palviz plan`` works
+    from any folder."""
+    from palviz.plan import NOTEBOOKS_WITH_RUNS
+    from palviz.syllabus import SYLLABUS
+
+    numbers = {n.zfill(2) for n in only or ()}
+    unknown = numbers - set(SYLLABUS)
+    if unknown:
+        raise SystemExit(
+            f"--only: no notebook numbered {sorted(unknown)}; have {' '.join(SYLLABUS)} "
+            f"(those that train: {' '.join(NOTEBOOKS_WITH_RUNS)})"
+        )
+    return [n for n in NOTEBOOKS_WITH_RUNS if not only or n in numbers]
+
+
 def _planned(args: argparse.Namespace) -> list[dict]:
-    return planned_runs(notebooks(args.only), args.profile)
+    return planned_runs(plan_numbers(args.only), args.profile)
 
 
-def planned_runs(selected: list[Path], profile: str) -> list[dict]:
-    """:func:`palviz.plan.plan` of the ``selected`` notebooks, each row with ``cached`` too."""
+def planned_runs(selected: list[Path] | list[str], profile: str) -> list[dict]:
+    """:func:`palviz.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
+    numbers), each row with ``cached`` too."""
     from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.runcache import is_cached
 
-    numbers = [p.name[:2] for p in selected if p.name[:2] in NOTEBOOKS_WITH_RUNS]
+    names = [p.name if isinstance(p, Path) else str(p) for p in selected]
+    numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
     rows = plan(numbers, profile)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
@@ -604,6 +627,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from palviz import estimate
     from palviz.checks import check_int
 
+    if args.sbatch and not args.jsonl:
+        print("palviz plan: --sbatch SCRIPT needs --jsonl FILE (the tasks' specs)", file=sys.stderr)
+        return 2
     if args.gpus is not None and not args.estimate:
         print(f"palviz plan: --gpus {args.gpus} needs --estimate FILE", file=sys.stderr)
         return 2
@@ -645,7 +671,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 line = {"key": r["key"], "notebooks": r["notebooks"], "spec": r["spec"].to_dict()}
                 handle.write(json.dumps(line, sort_keys=True) + "\n")
         print(f"{len(shown)} spec(s) written to {path} (one JSON object per line)")
+    if args.sbatch:
+        write_sbatch_script(Path(args.sbatch), path, len(shown))
     return 0
+
+
+def write_sbatch_script(script: Path, plan_file: Path, count: int) -> None:
+    """Write :func:`palviz.cluster.sbatch_script` of ``plan_file`` to ``script`` (executable)
+    and say what it does."""
+    from palviz.cluster import sbatch_script
+    from palviz.files import atomic_write
+
+    with atomic_write(script, "w") as handle:
+        handle.write(sbatch_script(plan_file, count, name=str(script)))
+    script.chmod(script.stat().st_mode | 0o111)
+    if count == 0:
+        print(f"nothing to do: no run to train; {script} submits nothing")
+    else:
+        print(
+            f"{script}: submits the {count} run(s) as one Slurm job array (tasks 0-{count - 1}); "
+            f"run it with sbatch's resources, e.g. sh {script} --cpus-per-task=1 "
+            "--time=02:00:00 (CPU), or --gres=gpu:1 --cpus-per-task=4 --time=12:00:00"
+        )
 
 
 def read_specs(path: str | os.PathLike) -> list:
@@ -735,38 +782,118 @@ def _slurm_extras(extra: list[str]) -> dict:
     return out
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from palviz.cluster import make_executor, run_many
+#: The executors of ``palviz sweep``; those that go through submitit.
+EXECUTORS = ("local", "slurm", "submitit-local", "dask")
+SUBMITIT = ("slurm", "submitit-local")
 
+#: The sweep options that only some executors use (argparse's name -> those executors);
+#: ``--slurm-KEY VALUE`` pairs count as ``slurm_extra``.
+SWEEP_OPTIONS = {
+    "workers": ("local",),
+    "workers_per_gpu": ("local",),
+    "slurm_partition": SUBMITIT,
+    "slurm_time": SUBMITIT,
+    "gpus_per_job": SUBMITIT,
+    "cpus_per_job": SUBMITIT,
+    "max_parallel": SUBMITIT,
+    "log_dir": SUBMITIT,
+    "slurm_extra": SUBMITIT,
+    "dask_scheduler": ("dask",),
+}
+#: What submitit's local executor drops (it runs the jobs on this machine).
+SLURM_ONLY = ("slurm_partition", "gpus_per_job", "max_parallel", "slurm_extra")
+#: Minutes a Slurm job may run when ``--slurm-time`` is not given.
+SLURM_MINUTES = 24 * 60
+
+
+def _flags(args: argparse.Namespace, names) -> list[str]:
+    """The command-line flags of the options ``names`` that were given."""
+    out = []
+    for name in names:
+        value = getattr(args, name, None)
+        if name == "slurm_extra":
+            out += ["--" + k.replace("_", "-") for k in value or {}]
+        elif value is not None:
+            out.append("--" + name.replace("_", "-"))
+    return out
+
+
+def sweep_option_error(args: argparse.Namespace) -> str | None:
+    """Why the options given do not fit ``--executor`` (one line), or ``None``."""
+    alien = [
+        f"{flag} (an option of --executor {'|'.join(kinds)})"
+        for name, kinds in SWEEP_OPTIONS.items()
+        if args.executor not in kinds
+        for flag in _flags(args, [name])
+    ]
+    if not alien:
+        return None
+    return f"--executor {args.executor} does not use {', '.join(alien)}; nothing was trained"
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from palviz import cluster
+
+    problem = sweep_option_error(args)
+    if problem:
+        print(f"palviz sweep: {problem}", file=sys.stderr)
+        return 2
     rows = _planned(args)
     todo = [r["spec"] for r in rows if not r["cached"]]
     print(f"{len(rows)} run(s) planned ({args.profile}), {len(todo)} missing")
     if not todo:
         return 0
-    options: dict = {}
-    if args.executor in ("slurm", "submitit-local"):
-        options = {
-            "log_dir": args.log_dir,
-            "slurm_partition": args.slurm_partition,
-            "timeout_min": args.slurm_time,
-            "gpus_per_node": args.gpus_per_job,
-            "cpus_per_task": args.cpus_per_job,
-            "slurm_array_parallelism": args.max_parallel,
-            **args.slurm_extra,
-        }
-    elif args.executor == "dask":
-        options = {"scheduler": args.dask_scheduler}
-    executor = make_executor(args.executor, **options)
-    start = time.perf_counter()
-    results = run_many(
-        todo,
-        desc=f"sweep ({args.executor})",
-        workers=args.workers,
-        executor=executor,
-        workers_per_gpu=args.workers_per_gpu,
-    )
+    try:
+        options: dict = {}
+        if args.executor in SUBMITIT:
+            options = _submitit_options(args)
+        elif args.executor == "dask":
+            options = {"scheduler": args.dask_scheduler}
+        executor = cluster.make_executor(args.executor, **options)
+        start = time.perf_counter()
+        results = cluster.run_many(
+            todo,
+            desc=f"sweep ({args.executor})",
+            workers=args.workers,
+            executor=executor,
+            workers_per_gpu=args.workers_per_gpu,
+        )
+    except cluster.SlurmRefused as err:
+        print(f"palviz sweep: {err}", file=sys.stderr)
+        return 2
     print(f"{len(results)} run(s) trained in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def _submitit_options(args: argparse.Namespace) -> dict:
+    """:func:`palviz.cluster.make_executor`'s options of a submitit sweep; for Slurm the CPUs
+    and GPUs are checked against the partition (:func:`palviz.cluster.slurm_resources`)."""
+    from palviz import cluster
+
+    log_dir = Path(args.log_dir) if args.log_dir else cluster.default_log_dir()
+    options = {
+        "log_dir": log_dir,
+        "timeout_min": args.slurm_time or SLURM_MINUTES,
+        "cpus_per_task": args.cpus_per_job,
+    }
+    if args.executor == "submitit-local":
+        dropped = _flags(args, SLURM_ONLY)
+        if dropped:
+            print(f"submitit-local runs the jobs on this machine: {', '.join(dropped)} unused")
+    else:
+        resources = cluster.slurm_resources(
+            args.slurm_partition, args.gpus_per_job, args.cpus_per_job
+        )
+        print(resources)
+        options.update(
+            slurm_partition=args.slurm_partition,
+            gpus_per_node=resources.gpus,
+            cpus_per_task=resources.cpus,
+            slurm_array_parallelism=args.max_parallel,
+            **(args.slurm_extra or {}),
+        )
+    print(f"submitit's files and the jobs' logs: {log_dir}")
+    return options
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
@@ -893,6 +1020,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
     )
     p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
+    p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
     p.add_argument("specfile")
@@ -901,17 +1029,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
-    p.add_argument(
-        "--executor", choices=("local", "slurm", "submitit-local", "dask"), default="local"
-    )
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--workers", type=int, help="local: processes (default: 2 on a CPU)")
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
-    p.add_argument("--slurm-partition")
-    p.add_argument("--slurm-time", type=int, default=24 * 60, help="minutes per job")
-    p.add_argument("--gpus-per-job", type=int, default=1)
-    p.add_argument("--cpus-per-job", type=int, default=4)
+    p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
+    p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
+    p.add_argument(
+        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
+    )
+    p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
-    p.add_argument("--log-dir", help="submitit's folder (default runs/.submitit)")
+    p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
     p.add_argument("--dask-scheduler", metavar="ADDRESS", help="e.g. tcp://host:8786")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
@@ -939,7 +1067,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command == "sweep":
-        args.slurm_extra = _slurm_extras(extra)
+        args.slurm_extra = _slurm_extras(extra) or None
     elif extra:
         parser.parse_args(argv)  # the usual error for an unknown option
     if hasattr(args, "profile"):

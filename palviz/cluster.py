@@ -8,7 +8,9 @@ themselves when preempted) or Dask.
 - :func:`local_pool` the default pool of :func:`run_many` (``spawn``);
 - :class:`TrainJob` one run as a picklable callable with submitit's ``checkpoint`` hook;
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
-- :func:`make_executor` the executors of ``palviz sweep``;
+- :func:`make_executor` the executors of ``palviz sweep``; :func:`slurm_resources` the CPUs
+  and GPUs of its Slurm jobs, checked against what ``sinfo`` says the partition has;
+- :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array;
 - :func:`activation_bytes` what a training step of a network holds in memory.
 """
 
@@ -17,18 +19,28 @@ from __future__ import annotations
 import ast
 import concurrent.futures as cf
 import contextlib
+import io
 import multiprocessing
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from palviz.files import runs_dir
 from palviz.runcache import RunResult, RunSpec, check_cache_writable, read_cached, run
 
 __all__ = [
+    "SlurmRefused",
+    "SlurmResources",
     "TrainJob",
     "activation_bytes",
     "gpu_slots",
@@ -36,6 +48,8 @@ __all__ = [
     "make_executor",
     "run_grouped",
     "run_many",
+    "sbatch_script",
+    "slurm_resources",
     "train_with",
 ]
 
@@ -139,15 +153,13 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
 
     ``executor`` is a :class:`concurrent.futures.Executor` (process pool, Dask's
     ``client.get_executor()``) or a submitit executor, whose jobs are submitted as one job
-    array (``executor.batch()``) and collected in order."""
+    array (``executor.batch()``) and yielded as they finish too (:func:`_as_finished`); an
+    array sbatch refuses raises :class:`SlurmRefused` (one line)."""
     from concurrent.futures.process import BrokenProcessPool
 
     batch = getattr(executor, "batch", None)
     if batch is not None and type(executor).__module__.startswith("submitit"):
-        with batch():
-            jobs = {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
-        for key, job in jobs.items():
-            yield key, job.result()
+        yield from _train_on_submitit(executor, todo)
         return
     futures = {executor.submit(TrainJob(spec)): key for key, spec in todo.items()}
     try:
@@ -157,14 +169,317 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
         raise _broken_pool_error(err) from err
 
 
+# --------------------------------------------------------------------------- Slurm
+
+
+class SlurmRefused(RuntimeError):
+    """Slurm cannot run a sweep's jobs as asked: what ``sinfo`` says the partition has, or
+    ``sbatch``'s refusal, in one line naming the option to change. Nothing was submitted."""
+
+
+#: What to change when a job asks for GPUs a partition does not have.
+CPU_ONLY = "on a CPU partition use --gpus-per-job 0"
+#: The advice for each kind of sbatch refusal: (a fragment of its error, what to change).
+SBATCH_ADVICE = (
+    ("node configuration is not available", f"{CPU_ONLY}; lower --cpus-per-job"),
+    ("generic resource", f"the partition has no such GPUs (GRES): {CPU_ONLY}"),
+    ("partition", "check --slurm-partition (`sinfo -s` lists the partitions)"),
+    ("time limit", "lower --slurm-time (minutes; `sinfo -o '%P %l'` shows the limits)"),
+    ("memory", "lower --slurm-mem"),
+    ("account", "check --slurm-account"),
+    ("qos", "check --slurm-qos"),
+)
+#: When no fragment of :data:`SBATCH_ADVICE` matches.
+SBATCH_FALLBACK = "check --gpus-per-job, --cpus-per-job, --slurm-time and the --slurm-* options"
+
+
+def sbatch_refusal(stderr: str) -> str:
+    """One line of what sbatch said (its last ``error:`` line) and what to change."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()] or lines or ["(no message)"]
+    said = errors[-1]
+    said = said.split("error:", 1)[1].strip() if "error:" in said else said
+    lower = stderr.lower()
+    advice = next((tip for part, tip in SBATCH_ADVICE if part in lower), SBATCH_FALLBACK)
+    return f"sbatch refused the job array: {said} - {advice}; nothing was submitted"
+
+
+@dataclass(frozen=True)
+class SlurmResources:
+    """What each Slurm job of a sweep asks for, and how the defaults were chosen."""
+
+    partition: str | None  # None: Slurm's default partition
+    gpus: int
+    cpus: int
+    source: str
+
+    def __str__(self) -> str:
+        where = f"partition {self.partition}" if self.partition else "the default partition"
+        gpus = f"{self.gpus} GPU(s)" if self.gpus else "no GPU"
+        return f"Slurm jobs on {where}: {self.cpus} CPU(s) and {gpus} each ({self.source})"
+
+
+def gres_gpus(gres: str) -> int:
+    """The GPUs in a node's ``sinfo`` GRES field: ``"gpu:2"`` and ``"gpu:a100:4(S:0-1)"``
+    hold 2 and 4, ``"(null)"`` none; several ``gpu`` entries add up."""
+    total = 0
+    for item in re.sub(r"\([^)]*\)", "", gres).split(","):
+        parts = item.strip().split(":")
+        if parts[0] == "gpu":
+            total += int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    return total
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """What ``sinfo`` lists: each partition's nodes as ``(cpus, gpus)``, and the default."""
+
+    nodes: dict[str, list[tuple[int, int]]]
+    default: str | None
+
+
+def sinfo_partitions() -> Partitions | None:
+    """The partitions ``sinfo`` lists, or ``None`` when it is missing or fails."""
+    if shutil.which("sinfo") is None:
+        return None
+    try:
+        done = subprocess.run(
+            ["sinfo", "--noheader", "--Node", "--format=%P|%c|%G"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    nodes: dict[str, list[tuple[int, int]]] = {}
+    default = None
+    for line in done.stdout.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 3 or not fields[1].rstrip("+").isdigit():
+            continue
+        name, cpus, gres = fields
+        if name.endswith("*"):
+            name = default = name[:-1]
+        nodes.setdefault(name, []).append((int(cpus.rstrip("+")), gres_gpus(gres)))
+    return Partitions(nodes, default) if nodes else None
+
+
+def slurm_resources(
+    partition: str | None = None, gpus: int | None = None, cpus: int | None = None
+) -> SlurmResources:
+    """The GPUs and CPUs each Slurm job asks for, checked against the partition's nodes as
+    ``sinfo`` lists them (skipped where ``sinfo`` is missing or fails; sbatch then has the
+    last word, see :func:`sbatch_refusal`).
+
+    Defaults: ``gpus`` 1 if a node of the partition has a GPU, else 0 (also when ``sinfo``
+    cannot tell); ``cpus`` 1 without a GPU (palviz trains a CPU run on one thread), else 4,
+    at most what the largest such node has. Raises :class:`SlurmRefused` when the partition
+    is unknown or no node of it has ``gpus`` GPUs and ``cpus`` CPUs."""
+    for name, value, least in (("--gpus-per-job", gpus, 0), ("--cpus-per-job", cpus, 1)):
+        if value is not None and (type(value) is not int or value < least):
+            raise SlurmRefused(f"{name} must be an integer >= {least}, got {value!r}")
+    known = sinfo_partitions()
+    if known is None:
+        gpus = 0 if gpus is None else gpus
+        cpus = _default_cpus(gpus) if cpus is None else cpus
+        return SlurmResources(partition, gpus, cpus, "sinfo gave no node list: nothing checked")
+    name = partition or known.default
+    if partition is not None and partition not in known.nodes:
+        raise SlurmRefused(
+            f"--slurm-partition {partition}: sinfo lists no such partition; have "
+            f"{', '.join(sorted(known.nodes))}; nothing was submitted"
+        )
+    nodes = known.nodes.get(name, []) if name else [n for ns in known.nodes.values() for n in ns]
+    source = "as asked, checked with sinfo"
+    if gpus is None:
+        gpus = 1 if any(g for _, g in nodes) else 0
+        source = f"{'a GPU' if gpus else 'no GPU'} in the partition per sinfo"
+    if cpus is None:
+        usable = [c for c, g in nodes if g >= gpus]
+        cpus = min(_default_cpus(gpus), max(usable)) if usable else _default_cpus(gpus)
+    if not any(c >= cpus and g >= gpus for c, g in nodes):
+        raise SlurmRefused(_too_much(name, nodes, gpus, cpus))
+    return SlurmResources(partition, gpus, cpus, source)
+
+
+def _too_much(partition: str | None, nodes: list[tuple[int, int]], gpus: int, cpus: int) -> str:
+    """Why no node of ``nodes`` (``(cpus, gpus)`` each) can run a job of ``gpus`` GPUs and
+    ``cpus`` CPUs, and the flag to change, in one line."""
+    top_cpus = max((c for c, _ in nodes), default=0)
+    top_gpus = max((g for _, g in nodes), default=0)
+    advice = []
+    if gpus > top_gpus:
+        advice.append(CPU_ONLY if top_gpus == 0 else f"use --gpus-per-job {top_gpus} or fewer")
+    room = max((c for c, g in nodes if g >= min(gpus, top_gpus)), default=0)
+    if cpus > room:
+        advice.append(f"lower --cpus-per-job to {room} or fewer")
+    where = f"partition {partition}" if partition else "the cluster"
+    return (
+        f"--gpus-per-job {gpus} --cpus-per-job {cpus}: no node of {where} has that many "
+        f"(sinfo: at most {top_cpus} CPUs and {top_gpus} GPUs a node) - {'; '.join(advice)}; "
+        "nothing was submitted"
+    )
+
+
+def _default_cpus(gpus: int) -> int:
+    return 4 if gpus else 1
+
+
+def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT") -> str:
+    """A shell script that submits the ``count`` runs of ``plan_file`` (a ``palviz plan
+    --jsonl`` file) as one Slurm job array, task ``i`` running ``palviz train plan_file
+    --index i``; the script's arguments go to ``sbatch`` (the resources, e.g.
+    ``--gres=gpu:1 --cpus-per-task=4 --time=12:00:00``). Each task's log is appended to on a
+    requeue (``--open-mode=append``) and the run resumes from its checkpoint. With
+    ``count == 0`` the script submits nothing and says so. The run cache and data folders
+    (and ``PALVIZ_TOY``, which changes the keys) are fixed to this process's; ``name`` is
+    how the script's comment calls it."""
+    from palviz.files import data_dir
+
+    plan = Path(plan_file).resolve()
+    if count == 0:
+        said = shlex.quote(f"nothing to do: {plan} holds no run to train; nothing submitted")
+        return (
+            "#!/bin/sh\n# Written by `palviz plan --sbatch`: the plan holds no run to train.\n"
+            f"echo {said}\n"
+        )
+    env = {"PALVIZ_RUNS": str(runs_dir()), "PALVIZ_DATA": str(data_dir())}
+    if os.environ.get("PALVIZ_TOY"):
+        env["PALVIZ_TOY"] = os.environ["PALVIZ_TOY"]
+    train = f"{shlex.quote(sys.executable)} -m palviz train {shlex.quote(str(plan))}"
+    wrap = shlex.quote(f"{train} --index $SLURM_ARRAY_TASK_ID")  # expanded in the task
+    lines = [
+        "#!/bin/sh",
+        f"# Written by `palviz plan --sbatch`: the {count} run(s) of {plan} as one Slurm job",
+        "# array, task i training line i. Arguments go to sbatch, e.g.",
+        f"#   sh {name} --gres=gpu:1 --cpus-per-task=4 --time=12:00:00   (a GPU each)",
+        f"#   sh {name} --cpus-per-task=1 --time=02:00:00                 (CPU only)",
+        *(f"{var}={shlex.quote(value)}; export {var}" for var, value in env.items()),
+        f"exec sbatch --array=0-{count - 1} --job-name=palviz --requeue --open-mode=append \\",
+        f'    "$@" --wrap={wrap}',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _submit_array(executor: Any, todo: Mapping[str, RunSpec]) -> dict[str, Any]:
+    """Submit ``todo`` as one job array; a refusal of sbatch becomes :class:`SlurmRefused`,
+    with the files submitit wrote for it (pickles, the job script) deleted."""
+    from submitit.core.utils import FailedJobError
+
+    folder = Path(executor.folder)
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    said = io.StringIO()  # submitit prints sbatch's stderr on a failure: it is in the error
+    try:
+        with contextlib.redirect_stderr(said), executor.batch():
+            return {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
+    except FailedJobError as err:
+        for path in set(folder.iterdir()) - before if folder.is_dir() else ():
+            if path.suffix == ".pkl" or path.name.startswith(".submission_file_"):
+                path.unlink(missing_ok=True)
+        raise SlurmRefused(sbatch_refusal(str(err))) from None
+
+
+def _as_finished(
+    jobs: Mapping[str, Any],
+    poll: float = 1.0,
+    sleep: Callable[[float], Any] = time.sleep,
+    quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+) -> Iterator[tuple[str, Any]]:
+    """``(key, result)`` of each submitit job as it finishes (``job.done()``), whatever the
+    order they were submitted in; polled every ``poll`` seconds, each poll inside
+    ``quiet()``."""
+    pending = dict(jobs)
+    while pending:
+        with quiet():
+            finished = [key for key, job in pending.items() if job.done()]
+        for key in finished:
+            yield key, pending.pop(key).result()
+        if pending and not finished:
+            sleep(poll)
+
+
+@contextlib.contextmanager
+def _output_into(log_file: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 of this process (stdout, stderr), and so those of the
+    commands it starts, go to ``log_file`` (appended) while this lasts."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(log_file, "ab") as handle:
+            os.dup2(handle.fileno(), 1)
+            os.dup2(handle.fileno(), 2)
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+#: What says that submitit could not ask Slurm's accounting for the jobs' states.
+SACCT_NOTE = (
+    "submitit cannot read job states with sacct (is Slurm accounting on?): a run counts as "
+    "finished when its result file appears, and a task killed before it wrote one is not "
+    "noticed; submitit's messages go to {log}"
+)
+
+
+class _QuietPolls:
+    """A context for each poll of submitit's jobs: what the poll prints (submitit's log, which
+    it shows on stdout and stderr, and ``sacct``'s errors, once per poll without Slurm
+    accounting) goes to ``log_file``, not into the progress bar; the first time that
+    mentions ``sacct``, one line (:data:`SACCT_NOTE`) says so."""
+
+    def __init__(self, log_file: Path) -> None:
+        self.log_file = log_file
+        self.start = log_file.stat().st_size if log_file.exists() else 0
+        self.told = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with _output_into(self.log_file):
+            yield
+        if not self.told:
+            with open(self.log_file, "rb") as handle:
+                handle.seek(self.start)
+                said = handle.read()
+            if b"sacct" in said:
+                from tqdm.auto import tqdm
+
+                self.told = True
+                tqdm.write(SACCT_NOTE.format(log=self.log_file), file=sys.stderr)
+
+
+def _train_on_submitit(executor: Any, todo: Mapping[str, RunSpec]) -> Iterator[tuple[str, Any]]:
+    """:func:`train_with` on a submitit executor: one job array, results as they finish."""
+    folder = Path(executor.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    jobs = _submit_array(executor, todo)
+    yield from _as_finished(jobs, quiet=_QuietPolls(folder / "submitit.log"))
+
+
+def default_log_dir() -> Path:
+    """submitit's folder (job scripts, pickles, logs) when ``log_dir`` is not given:
+    ``.submitit/`` in the run cache, which every job sees."""
+    return runs_dir() / ".submitit"
+
+
 def make_executor(kind: str, **options: Any) -> Any:
     """The executor of ``palviz sweep --executor kind``.
 
     - ``"slurm"``: ``submitit.AutoExecutor(folder=log_dir, cluster="slurm")`` with
       ``slurm_partition``, ``timeout_min``, ``gpus_per_node``, ``cpus_per_task``,
-      ``slurm_array_parallelism`` and any other ``slurm_*`` parameter;
+      ``slurm_array_parallelism`` and any other ``slurm_*`` parameter (``None`` values are
+      left out; ``gpus_per_node=0`` asks for no GPU at all). ``log_dir`` defaults to
+      :func:`default_log_dir`. Each task's ``srun`` appends to its log
+      (``--open-mode=append``), so a requeued task's log keeps the earlier attempts'.
+      :func:`slurm_resources` checks the CPUs and GPUs against the partition first;
     - ``"submitit-local"``: the same through submitit's local executor (one machine, for
-      trying the Slurm path);
+      trying the Slurm path; the Slurm-only parameters are dropped);
     - ``"dask"``: ``distributed.Client(scheduler).get_executor()``;
     - ``"local"``: ``None`` (:func:`run_many`'s own process pool).
     """
@@ -173,13 +488,18 @@ def make_executor(kind: str, **options: Any) -> Any:
     if kind in ("slurm", "submitit-local"):
         import submitit
 
-        log_dir = options.pop("log_dir", None) or "runs/.submitit"
+        log_dir = options.pop("log_dir", None) or default_log_dir()
         cluster = "slurm" if kind == "slurm" else "local"
         executor = submitit.AutoExecutor(folder=log_dir, cluster=cluster)
         params = {k: v for k, v in options.items() if v is not None}
+        if not params.get("gpus_per_node"):
+            params.pop("gpus_per_node", None)  # no --gpus-per-node=0 line: a CPU-only job
         if kind == "submitit-local":
             params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
             params.pop("gpus_per_node", None)
+        else:
+            srun_args = list(params.pop("slurm_srun_args", None) or [])
+            params["slurm_srun_args"] = [*srun_args, "--open-mode=append"]
         executor.update_parameters(**params)
         return executor
     if kind == "dask":

@@ -12,7 +12,8 @@ palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could chang
   an interrupted run resumes from it
 - ``features.npz``  test-set penultimate features, logits, targets and the head's prototypes
 - ``metrics.json``  everything a table or figure needs; written last, so its presence marks
-  a finished run
+  a finished run. Its ``attempts`` say how the run got there: ``count`` (1 + the times it
+  resumed from its checkpoint) and ``resumed_from`` (the epochs done at each resumption)
 
 Every file is written atomically. The named recipes that make specs live in
 :mod:`palviz.recipes`, the tables made from results in :mod:`palviz.tables`.
@@ -615,6 +616,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             cls_num_list=prepared["train_counts"],
             checkpoint_path=checkpoint,
             resume=checkpoint.exists() and not retrain,
+            name=f"{spec.key()} ({spec.label})" if spec.label else spec.key(),
         )
         x_test, y_test = prepared["test"]
         ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
@@ -658,6 +660,7 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "feature_norms": pmetrics.nan_to_none(pmetrics.feature_norms_per_class(feats, targets, k)),
         "confidence": pmetrics.nan_to_none(pmetrics.mean_confidence_per_class(logits, targets, k)),
         "seconds": seconds,
+        "attempts": {"count": 1 + len(record.resumed_from), "resumed_from": record.resumed_from},
         "torch": torch.__version__,
         "palviz": palviz.__version__,
     }

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,6 +279,9 @@ class FitRecord:
             Selecting on the test split is what the reference code reports; it is labelled
             as "best" wherever shown and never replaces ``last_acc``.
         seconds: wall time of training and evaluation, summed over resumptions.
+        resumed_from: for each time the run was resumed from its checkpoint, how many epochs
+            were done then (``[]``: trained in one go). An attempt killed before its first
+            checkpoint leaves no trace here.
     """
 
     config: dict[str, Any]
@@ -287,6 +291,7 @@ class FitRecord:
     best_acc: float | None
     best_epoch: int | None
     seconds: float
+    resumed_from: list[int] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready plain data."""
@@ -550,7 +555,12 @@ def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
 
 
 def _save_checkpoint(
-    path: str | os.PathLike, loop: _Loop, epoch: int, history: list[dict], seconds: float
+    path: str | os.PathLike,
+    loop: _Loop,
+    epoch: int,
+    history: list[dict],
+    seconds: float,
+    resumed_from: list[int],
 ) -> None:
     save_torch(
         path,
@@ -563,19 +573,24 @@ def _save_checkpoint(
             "history": history,
             "config": loop.config.to_dict(),
             "seconds": seconds,
+            "resumed_from": resumed_from,
         },
     )
 
 
-def _resume(path: str | os.PathLike, loop: _Loop) -> tuple[int, list[dict[str, Any]], float]:
+def _resume(
+    path: str | os.PathLike, loop: _Loop
+) -> tuple[int, list[dict[str, Any]], float, list[int]]:
     """Load the checkpoint at ``path`` into the loop's model, optimiser and scaler; returns
-    the first epoch still to train, the history so far and the seconds spent."""
+    the first epoch still to train, the history so far, the seconds spent and the earlier
+    resumptions' ``resumed_from``."""
     state = torch.load(path, map_location=loop.device, weights_only=True)
     _check_resumable(state, loop.config, Path(path))
     loop.model.load_state_dict(state["model"])
     loop.optimizer.load_state_dict(state["optimizer"])
     loop.scaler.load_state_dict(state["scaler"])
-    return state["epoch"] + 1, state["history"], state["seconds"]
+    earlier = [int(e) for e in state.get("resumed_from", [])]  # absent before it was kept
+    return state["epoch"] + 1, state["history"], state["seconds"], earlier
 
 
 def _progress_bar(config: TrainConfig, start: int) -> tqdm:
@@ -596,7 +611,9 @@ def _show(bar: tqdm, row: dict[str, Any]) -> None:
     bar.set_postfix(postfix)
 
 
-def _record(config: TrainConfig, history: list[dict[str, Any]], seconds: float) -> FitRecord:
+def _record(
+    config: TrainConfig, history: list[dict[str, Any]], seconds: float, resumed_from: list[int]
+) -> FitRecord:
     evaluated = [r for r in history if "test_acc" in r]
     best = max(evaluated, key=lambda r: r["test_acc"], default=None)
     return FitRecord(
@@ -607,6 +624,7 @@ def _record(config: TrainConfig, history: list[dict[str, Any]], seconds: float) 
         best_acc=None if best is None else best["test_acc"],
         best_epoch=None if best is None else best["epoch"],
         seconds=seconds,
+        resumed_from=list(resumed_from),
     )
 
 
@@ -623,6 +641,7 @@ def fit(
     cls_num_list: list[int] | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     resume: bool = False,
+    name: str | None = None,
 ) -> FitRecord:
     """Train ``model`` in place with ``loss_fn`` on ``train`` and return the run's record.
 
@@ -644,7 +663,10 @@ def fit(
             ``scaler`` state dicts, ``epoch``, ``history``, ``config``, ``seconds``.
         resume: continue from ``checkpoint_path`` if it exists (from the epoch after the one
             it holds; the config must match, see ``_RESUMABLE_CHANGES``); start afresh if it
-            does not.
+            does not. A resumption prints ``resuming NAME from epoch N of M (attempt A)`` to
+            stderr (N epochs done; the log of a Slurm task) and is recorded in the record's
+            ``resumed_from``.
+        name: the run's name in that line (default: ``checkpoint_path``).
 
     Returns:
         A :class:`FitRecord`.
@@ -677,9 +699,17 @@ def fit(
     loop = _make_loop(model, loss_fn, config, device, channels_last, cb_weights)
 
     # -- 2. resume, 3. train
-    start, history, seconds = 0, [], 0.0
+    start, history, seconds, resumed_from = 0, [], 0.0, []
     if resume and Path(checkpoint_path).exists():
-        start, history, seconds = _resume(checkpoint_path, loop)
+        start, history, seconds, resumed_from = _resume(checkpoint_path, loop)
+        resumed_from = [*resumed_from, start]
+        attempt = len(resumed_from) + 1
+        who = name or str(checkpoint_path)
+        print(
+            f"resuming {who} from epoch {start} of {config.epochs} (attempt {attempt})",
+            file=sys.stderr,
+            flush=True,
+        )
     bar = _progress_bar(config, start)
     for epoch in bar:
         t0 = time.perf_counter()
@@ -697,11 +727,11 @@ def fit(
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:
-            _save_checkpoint(checkpoint_path, loop, epoch, history, seconds)
+            _save_checkpoint(checkpoint_path, loop, epoch, history, seconds, resumed_from)
         _show(bar, row)
     bar.close()
 
     # -- 4. the record
     if not history:
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
-    return _record(config, history, seconds)
+    return _record(config, history, seconds, resumed_from)

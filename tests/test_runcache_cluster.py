@@ -28,8 +28,8 @@ def small_spec(method="CE", pal=False, **train):
 
 
 def comparable(metrics):
-    """Metrics without the wall-clock fields."""
-    out = {k: v for k, v in metrics.items() if k != "seconds"}
+    """Metrics without the wall-clock fields and the attempts (how the run got there)."""
+    out = {k: v for k, v in metrics.items() if k not in ("seconds", "attempts")}
     out["history"] = [{k: v for k, v in row.items() if k != "seconds"} for row in out["history"]]
     return out
 

@@ -634,4 +634,13 @@ def test_evaluate_normalises_images_like_training():
 
 def test_the_record_is_a_dataclass_whose_dict_has_every_field():
     names = {f.name for f in dataclasses.fields(FitRecord)}
-    assert names == {"config", "history", "final", "last_acc", "best_acc", "best_epoch", "seconds"}
+    assert names == {
+        "config",
+        "history",
+        "final",
+        "last_acc",
+        "best_acc",
+        "best_epoch",
+        "seconds",
+        "resumed_from",
+    }

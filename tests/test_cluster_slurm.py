@@ -1,0 +1,330 @@
+"""The Slurm path as a real cluster exercised it: resources the partition cannot give, sbatch's
+refusal, completions counted as they come, resumptions logged and recorded, ``palviz plan``
+from any folder, options of another executor, the sbatch script of a plan. Slurm itself is
+stood in for by small shell scripts on ``PATH`` (``sbatch``, ``srun``, ``sinfo``) that answer
+like the real commands (CPU, no network)."""
+
+import json
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import test_runcache_cluster
+from cluster_support import require_engine
+
+from palviz import cli, cluster
+from palviz import experiments as ex
+from palviz import train as ptrain
+
+ROOT = Path(__file__).resolve().parents[1]
+
+runs = test_runcache_cluster.runs  # the fixture: an empty run cache of the test's own
+
+#: What sbatch prints (exiting 1) when no node has the resources asked for.
+SBATCH_REFUSAL = (
+    "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+)
+
+
+def fake_command(bin_dir: Path, name: str, body: str) -> None:
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    """A folder of stand-in Slurm commands first on PATH; ``slurm(sinfo=TEXT)`` makes ``sinfo``
+    print TEXT (``None``: fail as without a controller). ``sbatch`` fails like the real one
+    when nodes lack the resources, after keeping the job script it was given and its
+    arguments in ``calls/``."""
+    bin_dir = tmp_path / "bin"
+    calls = tmp_path / "calls"
+    bin_dir.mkdir()
+    calls.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    fake_command(bin_dir, "srun", "exit 0")
+    fake_command(
+        bin_dir,
+        "sbatch",
+        f'printf "%s\\n" "$@" > {calls}/sbatch.args\n'
+        f'for last in "$@"; do :; done; [ -f "$last" ] && cp "$last" {calls}/job.sh\n'
+        f"echo {shlex.quote(SBATCH_REFUSAL)} >&2\nexit 1",
+    )
+
+    def setup(sinfo: str | None = None) -> Path:
+        if sinfo is None:
+            body = 'echo "slurm_load_partitions: Unable to contact slurm controller" >&2; exit 1'
+        else:
+            body = f"printf %s {shlex.quote(sinfo)}"
+        fake_command(bin_dir, "sinfo", body)
+        return calls
+
+    return setup
+
+
+def sweep(*options: str) -> int:
+    return cli.main(["sweep", "--profile", "smoke", "--only", "02", *options])
+
+
+# ----------------------------------------------------------------- resources, refusals
+
+
+def test_a_resource_the_partition_lacks_is_refused_before_sbatch(slurm, runs, tmp_path, capsys):
+    calls = slurm(sinfo="debug*|2|(null)\n")
+    assert (
+        sweep("--executor", "slurm", "--gpus-per-job", "1", "--log-dir", str(tmp_path / "l")) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--gpus-per-job 1" in err and "partition debug" in err
+    assert "use --gpus-per-job 0" in err and "at most 2 CPUs and 0 GPUs" in err
+    assert not (calls / "sbatch.args").exists()  # nothing reached sbatch
+    assert sweep("--executor", "slurm", "--cpus-per-job", "3") == 2
+    assert "lower --cpus-per-job" in capsys.readouterr().err
+    assert not (calls / "sbatch.args").exists()
+    assert not runs.exists() or not any(p.name != ".submitit" for p in runs.iterdir())
+
+
+def test_sbatchs_refusal_is_one_line_and_leaves_no_submitit_files(slurm, runs, tmp_path, capsys):
+    require_engine("submitit")
+    calls = slurm(sinfo=None)  # no controller to ask: sbatch has the last word
+    log_dir = tmp_path / "submitit"
+    assert sweep("--executor", "slurm", "--log-dir", str(log_dir)) == 2
+    captured = capsys.readouterr()
+    err = [line for line in captured.err.splitlines() if line.startswith("palviz sweep")]
+    assert len(err) == 1 and "Traceback" not in captured.err
+    assert "Requested node configuration is not available" in err[0]
+    assert "use --gpus-per-job 0; lower --cpus-per-job" in err[0]
+    left = [p.name for p in log_dir.iterdir()]
+    assert not [n for n in left if n.endswith(".pkl") or n.startswith(".submission_file_")]
+    # what was asked for: without sinfo's word a CPU-only job of 1 CPU, appending to its log
+    job = (calls / "job.sh").read_text()
+    assert "#SBATCH --cpus-per-task=1" in job and "gpus" not in job
+    assert "#SBATCH --array=0-1" in job
+    srun = next(line for line in job.splitlines() if line.startswith("srun "))
+    assert "--open-mode=append" in srun
+
+
+@pytest.mark.parametrize(
+    "stderr, said, advice",
+    [  # what sbatch of Slurm 22.05 prints
+        (SBATCH_REFUSAL, "Requested node configuration", "--gpus-per-job 0; lower --cpus-per-job"),
+        (
+            "sbatch: error: Invalid generic resource (gres) specification",
+            "Invalid generic resource (gres) specification",
+            "use --gpus-per-job 0",
+        ),
+        (
+            "sbatch: error: invalid partition specified: nope\n"
+            "sbatch: error: Batch job submission failed: Invalid partition name specified",
+            "Invalid partition name specified",
+            "check --slurm-partition",
+        ),
+    ],
+)
+def test_sbatchs_refusals_name_the_flag_to_change(stderr, said, advice):
+    line = cluster.sbatch_refusal(stderr)
+    assert "\n" not in line and said in line and advice in line and "sbatch: error" not in line
+
+
+SINFO = "cpu*|8|(null)\ncpu*|8|(null)\ngpu|2|gpu:a100:4(S:0-1)\ngpu|32|gpu:2,mps:100\n"
+
+
+def test_jobs_default_to_cpu_only_unless_the_partition_has_gpus(slurm):
+    slurm(sinfo=SINFO)
+    cpu = cluster.slurm_resources()
+    assert (cpu.partition, cpu.gpus, cpu.cpus) == (None, 0, 1)
+    gpu = cluster.slurm_resources("gpu")
+    assert (gpu.partition, gpu.gpus, gpu.cpus) == ("gpu", 1, 4)
+    assert cluster.slurm_resources("gpu", gpus=4).cpus == 2  # all the 4-GPU node has
+    with pytest.raises(cluster.SlurmRefused, match="at most 32 CPUs and 4 GPUs"):
+        cluster.slurm_resources("gpu", gpus=4, cpus=16)  # 16 CPUs only with 2 GPUs
+    with pytest.raises(cluster.SlurmRefused, match="no such partition; have cpu, gpu"):
+        cluster.slurm_resources("bigmem")
+    with pytest.raises(cluster.SlurmRefused, match="--gpus-per-job must be an integer >= 0"):
+        cluster.slurm_resources(gpus=-1)
+    slurm(sinfo=None)
+    blind = cluster.slurm_resources()
+    assert (blind.gpus, blind.cpus) == (0, 1) and "nothing checked" in blind.source
+
+
+def test_gpus_are_read_from_sinfos_gres_field():
+    cases = {"(null)": 0, "gpu:2": 2, "gpu:a100:4(S:0-1)": 4, "gpu:a:1,gpu:b:2": 3}
+    cases["mps:100,gpu:1(S:0,1)"] = 1
+    assert {gres: cluster.gres_gpus(gres) for gres in cases} == cases
+
+
+@pytest.mark.parametrize(
+    "executor, options, named",
+    [
+        ("local", ["--slurm-partition", "gpu"], "--slurm-partition"),
+        ("local", ["--gpus-per-job", "0"], "--gpus-per-job"),
+        ("local", ["--slurm-qos", "high"], "--slurm-qos"),
+        ("dask", ["--cpus-per-job", "2", "--log-dir", "x"], "--cpus-per-job, --log-dir"),
+        ("dask", ["--workers", "2"], "--workers"),
+        ("slurm", ["--dask-scheduler", "tcp://h:8786"], "--dask-scheduler"),
+    ],
+)
+def test_options_of_another_executor_are_refused(executor, options, named, runs, capsys):
+    assert sweep("--executor", executor, *options) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--executor {executor} does not use" in err
+    for flag in named.split(", "):
+        assert flag in err
+    assert not runs.exists()  # refused before planning or training
+
+
+def test_submitits_folder_defaults_to_the_run_cache(runs):
+    require_engine("submitit")
+    executor = cluster.make_executor("submitit-local", timeout_min=5)
+    assert Path(executor.folder) == runs / ".submitit"
+
+
+# ----------------------------------------------------------------- progress
+
+
+class FakeJob:
+    """A submitit job that is done from poll round ``ready`` on."""
+
+    def __init__(self, name: str, ready: int, clock: list[int]) -> None:
+        self.name, self.ready, self.clock = name, ready, clock
+
+    def done(self) -> bool:
+        return self.clock[0] >= self.ready
+
+    def result(self) -> str:
+        assert self.done(), f"result() of {self.name} before it finished"
+        return f"result of {self.name}"
+
+
+def test_results_come_as_jobs_finish_not_in_submission_order():
+    clock = [0]
+    ready = {"a": 3, "b": 1, "c": 2, "d": 1}  # a was requeued and finishes last
+    jobs = {name: FakeJob(name, at, clock) for name, at in ready.items()}
+    seen = []
+    for key, result in cluster._as_finished(
+        jobs, poll=0, sleep=lambda _: clock.__setitem__(0, clock[0] + 1)
+    ):
+        seen.append((clock[0], key))
+        assert result == f"result of {key}"
+    assert seen == sorted((at, name) for name, at in ready.items())  # by time, then submission
+
+
+def test_sacct_errors_stay_out_of_the_progress_bar_but_for_one_line(tmp_path, capfd, monkeypatch):
+    log_file = tmp_path / "submitit.log"
+    quiet = cluster._QuietPolls(log_file)
+    logger = logging.getLogger("submitit")
+    # like submitit's two handlers, on the terminal's stdout and stderr
+    streams = [open(fd, "w", closefd=False) for fd in (1, 2)]
+    monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(f) for f in streams])
+    try:
+        for call in range(1, 4):  # three polls, each with sacct failing as without accounting
+            with quiet():
+                subprocess.run(["sh", "-c", "echo 'Slurm accounting storage is disabled' >&2"])
+                logger.warning(f"Call #{call} - Bypassing sacct error 1, status may be inaccurate.")
+    finally:
+        for stream in streams:
+            stream.close()
+    out, err = capfd.readouterr()
+    assert "Bypassing" not in out + err and "accounting storage" not in out + err
+    assert err.count("cannot read job states with sacct") == 1 and str(log_file) in err
+    text = log_file.read_text()
+    assert text.count("Bypassing sacct error") == 6  # once from each handler
+    assert text.count("Slurm accounting storage is disabled") == 3
+
+
+# ----------------------------------------------------------------- resuming
+
+
+class Preempted(Exception):
+    """Stands in for a job killed after a checkpoint."""
+
+
+def test_a_resumed_run_says_so_and_records_its_attempts(runs, tmp_path, monkeypatch, capfd):
+    spec = ex.lt_spec("CE", profile="smoke", epochs=3)
+    save = ptrain._save_checkpoint
+    stops = iter([0, 1])  # killed after the first and the second epoch
+    stop = {"at": next(stops)}
+
+    def killed_after(path, loop, epoch, *rest):
+        save(path, loop, epoch, *rest)
+        if stop["at"] is not None and epoch == stop["at"]:
+            raise Preempted(epoch)
+
+    monkeypatch.setattr(ptrain, "_save_checkpoint", killed_after)
+    with pytest.raises(Preempted):
+        ex.run(spec)
+    stop["at"] = next(stops)
+    with pytest.raises(Preempted):
+        ex.run(spec)
+    stop["at"] = None
+    capfd.readouterr()
+    result = ex.run(spec)
+    assert f"resuming {spec.key()} (CE) from epoch 2 of 3 (attempt 3)" in capfd.readouterr().err
+    assert result.metrics["attempts"] == {"count": 3, "resumed_from": [1, 2]}
+    assert len(result.metrics["history"]) == 3
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "uninterrupted"))
+    again = ex.run(spec)
+    assert again.metrics["attempts"] == {"count": 1, "resumed_from": []}
+    assert untimed(result.metrics) == untimed(again.metrics)  # resumed bit for bit
+
+
+def untimed(metrics: dict) -> dict:
+    """Metrics without the wall-clock fields and the attempts."""
+    out = {k: v for k, v in metrics.items() if k not in ("seconds", "attempts")}
+    out["history"] = [{k: v for k, v in row.items() if k != "seconds"} for row in out["history"]]
+    return out
+
+
+# ----------------------------------------------------------------- plan, sbatch
+
+
+def test_plan_lists_the_same_keys_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("PALVIZ_ROOT", raising=False)
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.chdir(ROOT)
+    at_root = [r["key"] for r in cli.planned_runs(cli.notebooks(["07", "08"]), "smoke")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    plan = elsewhere / "plan.jsonl"
+    assert cli.main(["plan", "--profile", "smoke", "--only", "7", "08", "--jsonl", str(plan)]) == 0
+    assert [json.loads(line)["key"] for line in plan.read_text().splitlines()] == at_root
+    assert cli.main(["plan", "--profile", "smoke", "--only", "01"]) == 0  # trains nothing
+    assert "0 run(s)" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"no notebook numbered \['99'\]; have 00 01"):
+        cli.main(["plan", "--only", "99"])
+
+
+def test_the_sbatch_script_of_a_plan_sizes_its_array(slurm, runs, tmp_path):
+    calls = slurm(sinfo=None)
+    plan, script = tmp_path / "plan.jsonl", tmp_path / "submit.sh"
+    args = ["plan", "--profile", "smoke", "--only", "02", "--missing", "--jsonl", str(plan)]
+    assert cli.main([*args, "--sbatch", str(script)]) == 0
+    lines = [line for line in plan.read_text().splitlines() if line.strip()]
+    done = subprocess.run(["sh", str(script), "--cpus-per-task=1"], capture_output=True, text=True)
+    assert "Requested node configuration" in done.stderr  # the stand-in sbatch's answer
+    given = (calls / "sbatch.args").read_text().splitlines()
+    assert f"--array=0-{len(lines) - 1}" in given and len(lines) == 2
+    assert "--open-mode=append" in given and "--cpus-per-task=1" in given
+    wrap = next(a for a in given if a.startswith("--wrap="))[len("--wrap=") :]
+    # the task's shell: this interpreter trains line $SLURM_ARRAY_TASK_ID of the plan
+    task = [sys.executable, "-m", "palviz", "train", str(plan), "--index", "$SLURM_ARRAY_TASK_ID"]
+    assert shlex.split(wrap) == task
+
+
+def test_the_sbatch_script_of_an_empty_plan_submits_nothing(slurm, runs, tmp_path, capsys):
+    calls = slurm(sinfo=None)
+    plan, script = tmp_path / "plan.jsonl", tmp_path / "submit.sh"
+    args = ["plan", "--only", "01", "--jsonl", str(plan), "--sbatch", str(script)]
+    assert cli.main(args) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    done = subprocess.run(["sh", str(script), "--gres=gpu:1"], capture_output=True, text=True)
+    assert done.returncode == 0 and "nothing to do" in done.stdout
+    assert not (calls / "sbatch.args").exists()
+    assert cli.main(["plan", "--only", "01", "--sbatch", str(script)]) == 2  # needs --jsonl
