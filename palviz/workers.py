@@ -49,9 +49,10 @@ def die_with_parent(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         import ctypes
 
-        with contextlib.suppress(OSError, AttributeError):
+        with contextlib.suppress(OSError, AttributeError):  # no prctl: the watchdog acts
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            args = (_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            libc.prctl(*(ctypes.c_ulong(arg) for arg in args))
     if os.getppid() != parent_pid:  # gone before the signal was armed
         os._exit(1)
 

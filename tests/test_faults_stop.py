@@ -79,12 +79,16 @@ def still_running(processes: set[tuple[int, str]]) -> set[tuple[int, str]]:
     return alive
 
 
-def gone_within(processes: set[tuple[int, str]], seconds: float) -> set[tuple[int, str]]:
-    """Wait up to ``seconds`` for ``processes`` to end; the ones still running."""
+def outliving(processes: set[tuple[int, str]], seconds: float) -> list[str]:
+    """Wait up to ``seconds`` for ``processes`` to end; the command lines of those still
+    running, which are then killed (not to outlive the test)."""
     deadline = time.monotonic() + seconds
     while (alive := still_running(processes)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return alive
+    names = [command_line(pid) for pid, _ in alive]
+    for pid, _ in alive:
+        os.kill(pid, signal.SIGKILL)
+    return names
 
 
 def command_line(pid: int) -> str:
@@ -94,11 +98,12 @@ def command_line(pid: int) -> str:
         return ""
 
 
-def ignores(pid: int, signum: int) -> bool:
-    """Whether the process ignores ``signum`` (``SigIgn`` of ``/proc/<pid>/status``)."""
+def deaf_to(pid: int, signum: int) -> bool:
+    """Whether ``signum`` cannot reach the process: it ignores it, or (still starting) its
+    main thread blocks it (``SigIgn``, ``SigBlk`` of ``/proc/<pid>/status``)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    mask = int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
-    return bool(mask >> (signum - 1) & 1)
+    masks = re.findall(r"^Sig(?:Ign|Blk):\s*([0-9a-f]+)$", status, re.M)
+    return any(int(mask, 16) >> (signum - 1) & 1 for mask in masks)
 
 
 def environment(runs: Path) -> dict:
@@ -140,10 +145,20 @@ def finished_runs(runs: Path) -> set[str]:
     return {p.parent.name for p in runs.glob("*/metrics.json")}
 
 
-def stop_lines(stderr: str) -> list[str]:
-    """The lines of ``stderr`` (progress bars split at their carriage returns) that say the
-    command was stopped."""
-    return [ln for ln in re.split(r"[\r\n]+", stderr) if "interrupted" in ln]
+def stop(proc: subprocess.Popen, signum: int, group: bool = False) -> str:
+    """Send ``signum`` to the command (``group``: to its whole process group); check that it
+    ends within a minute with status 128 + ``signum`` and no traceback; the one line of its
+    standard error (progress bars split at their carriage returns) that says it stopped."""
+    (os.killpg if group else os.kill)(proc.pid, signum)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"still running 60 s after {signal.Signals(signum).name}")
+    assert proc.returncode == 128 + signum
+    assert "Traceback" not in stderr, stderr
+    (line,) = [ln for ln in re.split(r"[\r\n]+", stderr) if "interrupted" in ln]
+    return line
 
 
 def test_ctrl_c_cancels_the_queue_ends_the_workers_and_a_rerun_resumes(
@@ -156,22 +171,14 @@ def test_ctrl_c_cancels_the_queue_ends_the_workers_and_a_rerun_resumes(
     tree = descendants(proc.pid)
     pool = [pid for pid, _ in tree if "multiprocessing.spawn" in command_line(pid)]
     assert len(pool) == 2, [command_line(pid) for pid, _ in tree]
-    assert all(ignores(pid, signal.SIGINT) for pid in pool)  # only the parent acts on Ctrl-C
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("still running 60 s after Ctrl-C")
-    assert proc.returncode == 128 + signal.SIGINT
-    assert "Traceback" not in stderr, stderr
-    (line,) = stop_lines(stderr)
+    assert all(deaf_to(pid, signal.SIGINT) for pid in pool)  # only the parent acts on Ctrl-C
+    line = stop(proc, signal.SIGINT, group=True)  # what a terminal does on Ctrl-C
     cached = len(finished_runs(runs))
     started = [p for p in runs.iterdir() if not p.name.startswith(".")]
     assert len(started) <= 2, "the queued run was started"
     assert f"palviz sweep: interrupted: {cached} of the {planned} run(s) asked for" in line
     assert "running again resumes" in line
-    assert not gone_within(tree, 5), "workers or the resource tracker outlived the command"
+    assert not outliving(tree, 5), "workers or the resource tracker outlived the command"
     # the rerun (here in this process) trains only what is not cached, and finishes
     monkeypatch.setenv("PALVIZ_RUNS", str(runs))
     monkeypatch.delenv("PALVIZ_TOY", raising=False)
@@ -189,15 +196,7 @@ def test_sigterm_to_the_command_alone_stops_it_with_status_143(tmp_path):
     specfile.write_text(json.dumps(spec.to_dict()) + "\n")
     proc = start(["-m", "palviz", "train", str(specfile)], runs)
     wait_for_training(proc, runs)
-    os.kill(proc.pid, signal.SIGTERM)  # the command alone, as `timeout` or a scheduler does
-    try:
-        _, stderr = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("still running 60 s after SIGTERM")
-    assert proc.returncode == 128 + signal.SIGTERM
-    assert "Traceback" not in stderr, stderr
-    (line,) = stop_lines(stderr)
+    line = stop(proc, signal.SIGTERM)  # the command alone, as `timeout` or a scheduler does
     assert line.startswith("palviz train: interrupted (SIGTERM)")
     assert not finished_runs(runs) and (runs / spec.key() / "checkpoint.pt").exists()
 
@@ -231,8 +230,8 @@ def test_workers_started_from_a_thread_train_and_die_with_a_killed_parent(tmp_pa
     assert any("resource_tracker" in n for n in names), names
     proc.send_signal(signal.SIGKILL)  # no handler runs: what the OOM killer does
     proc.wait()
-    left = gone_within(tree, 5)
-    assert not left, f"outlived their killed parent: {[command_line(p) for p, _ in left]}"
+    left = outliving(tree, 5)
+    assert not left, f"outlived their killed parent: {left}"
     assert len(finished_runs(runs)) == 2
 
 
@@ -240,19 +239,32 @@ WATCHED = """
 import os, sys, time
 from palviz import workers
 assert "torch" not in sys.modules  # a spawned worker arms this before it imports torch
-sys.platform = "watchdog-only"  # no parent-death signal: only the portable watchdog
+if sys.argv[1] == "watchdog":
+    sys.platform = "watchdog-only"  # no parent-death signal: only the portable watchdog
+else:
+    workers.WATCHDOG_SECONDS = 3600  # only the parent-death signal can act in time
 workers.die_with_parent(os.getppid())
 print(os.getpid(), flush=True)
 time.sleep(60)
 """
 
 
-def test_the_watchdog_alone_ends_a_worker_whose_parent_was_killed(tmp_path):
+@pytest.mark.parametrize(
+    "how",
+    [
+        "watchdog",
+        pytest.param(
+            "parent-death signal",
+            marks=pytest.mark.skipif(sys.platform != "linux", reason="Linux's prctl"),
+        ),
+    ],
+)
+def test_a_worker_ends_when_its_parent_is_killed(how, tmp_path):
     parent = start(
         [
             "-c",
             "import subprocess, sys, time\n"
-            f"subprocess.Popen([sys.executable, '-c', {WATCHED!r}])\n"
+            f"subprocess.Popen([sys.executable, '-c', {WATCHED!r}, {how.split()[0]!r}])\n"
             "time.sleep(60)",
         ],
         tmp_path,
@@ -262,7 +274,7 @@ def test_the_watchdog_alone_ends_a_worker_whose_parent_was_killed(tmp_path):
     assert still_running(watched)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    assert not gone_within(watched, 3 + workers.WATCHDOG_SECONDS)
+    assert not outliving(watched, 2 + workers.WATCHDOG_SECONDS), "outlived its killed parent"
 
 
 def test_workers_start_with_sigint_blocked_and_then_ignore_it():
