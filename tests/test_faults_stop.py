@@ -203,15 +203,16 @@ def test_sigterm_to_the_command_alone_stops_it_with_status_143(tmp_path):
 
 KILLED_PARENT = """
 import concurrent.futures as cf
-from palviz import experiments as ex
+from palviz.cluster import run_many
+from palviz.recipes import lt_spec
 
 if __name__ == "__main__":
-    short = [ex.lt_spec(m, profile="smoke", epochs=2) for m in ("CE", "Focal")]
-    long = [ex.lt_spec(m, profile="smoke", epochs=100) for m in ("LA-CE", "CE-DRW")]
+    short = [lt_spec(m, profile="smoke", epochs=2) for m in ("CE", "Focal")]
+    long = [lt_spec(m, profile="smoke", epochs=100) for m in ("LA-CE", "CE-DRW")]
     # run_many from a thread of a thread pool: Linux's parent-death signal follows the
     # thread that started the workers; it must not end them before their runs do
     with cf.ThreadPoolExecutor(1) as threads:
-        threads.submit(ex.run_many, short + long, workers=2).result()
+        threads.submit(run_many, short + long, workers=2).result()
 """
 
 
