@@ -5,14 +5,14 @@ Modules, one concern each. Imports point one way, with no cycle (lazy imports in
 included; ``tests/test_imports.py`` checks it from the source, and that no module uses another's
 private names):
 
-- cli -> experiments -> cluster -> runcache; experiments -> tables -> recipes -> runcache;
-  plan -> recipes, methods, runcache; budget -> runcache;
+- cli -> experiments -> cluster -> runcache, workers; experiments -> tables -> recipes ->
+  runcache; plan -> recipes, methods, runcache; budget -> runcache;
 - runcache -> train, models, losses, data, metrics, locks, files (and viz for a run's UMAP);
   train -> data, losses, metrics; models -> heads -> metrics; data -> datasets;
 - viz -> theory_plots, experiment_plots -> style; theory_plots -> theory -> layer_peeled,
   losses; tables and course -> viz;
-- locks -> files; checks, files, threads, style, plots_geometry and losses.registry import no
-  palviz module.
+- locks -> files; checks, files, threads, workers, style, plots_geometry and losses.registry
+  import no palviz module.
 
 - :mod:`palviz.losses`   every loss of the two papers, ``make_loss(name, **kw)``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
@@ -40,6 +40,8 @@ private names):
 - :mod:`palviz.cluster`  ``run_many`` / ``run_grouped``: many runs through local process pools
   (GPU slots), submitit or Dask
 - :mod:`palviz.locks`    a lock per run key, shared by every worker of one ``runs/`` folder
+- :mod:`palviz.workers`  what a local worker process does first: ignore Ctrl-C, die with its
+  parent, take a GPU (imports no torch)
 - :mod:`palviz.methods`  the methods of the experiment tables, derived from the loss registry
 - :mod:`palviz.recipes`  named methods, what each profile trains, spec grids
 - :mod:`palviz.plan`     what each notebook trains, declared once (``experiment``)

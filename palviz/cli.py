@@ -36,6 +36,11 @@ seconds per notebook, the machine). ``report`` copies the profile's result files
 (``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
 rewrites the README's measured block of that profile from them (:mod:`palviz.report`);
 ``report --check`` only compares.
+
+Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
+processes and notebook kernels are ended, one line says how many of the runs asked for are
+cached, and the exit status is 130 (SIGINT) or 143 (SIGTERM), as a shell reports a command
+killed by that signal. Running the same command again resumes.
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -1079,10 +1086,79 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+#: The signals that stop a command (Ctrl-C and a polite kill, e.g. by a scheduler or timeout).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _session_children() -> list[int]:
+    """The children of this process that lead a session of their own: the notebook kernels
+    (jupyter_client starts each in a new session, so a terminal's Ctrl-C misses them). Read
+    from ``/proc``; none where there is no ``/proc``."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me and int(fields[3]) == int(entry.name):  # ppid, session
+            found.append(int(entry.name))
+    return found
+
+
+class _Stop:
+    """The signal that stopped a command (SIGINT unless one came) and how many came."""
+
+    signum: int = signal.SIGINT
+    count: int = 0
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """While a command runs in the main thread, SIGINT and SIGTERM raise
+    ``KeyboardInterrupt`` (so :func:`palviz.cluster.run_many` cancels its queue and ends its
+    workers) and are passed on to the process groups of the notebook kernels; a second one
+    kills those. Yields the :class:`_Stop` record."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, _frame):
+        stop.signum, stop.count = signum, stop.count + 1
+        for pid in _session_children():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signum if stop.count == 1 else signal.SIGKILL)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
     try:
-        return args.func(args)
-    except StorageError as err:  # a full or read-only disk: its one line says what to do
-        print(f"palviz {args.command}: {err}", file=sys.stderr)
-        return 1
+        yield stop
+    finally:
+        for signum, old in previous.items():
+            if old is not None:
+                signal.signal(signum, old)
+
+
+def _stopped_line(command: str, err: KeyboardInterrupt, signum: int) -> str:
+    """The one line a stopped command prints: a stopped :func:`~palviz.cluster.run_many`
+    says how many runs are cached."""
+    cluster = sys.modules.get("palviz.cluster")  # not imported: nothing trained here
+    if cluster is not None and isinstance(err, cluster.RunsInterrupted):
+        return f"palviz {command}: {err}"
+    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    return f"palviz {command}: interrupted ({name}); finished runs stay cached, run it again"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``palviz`` command; returns its exit status (128 + the signal's number when
+    SIGINT or SIGTERM stopped it, with one line and no traceback)."""
+    args = parse_args(argv)
+    with _stop_on_signals() as stop:
+        try:
+            return args.func(args)
+        except StorageError as err:  # a full or read-only disk: its one line says what to do
+            print(f"palviz {args.command}: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as err:
+            print(_stopped_line(args.command, err, stop.signum), file=sys.stderr)
+            return 128 + stop.signum

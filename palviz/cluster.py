@@ -5,13 +5,22 @@ themselves when preempted) or Dask.
 
 - :func:`run_many` / :func:`run_grouped` every spec's result, in order, with one progress bar;
 - :func:`gpu_slots` where ``G * W`` local workers go on ``G`` GPUs (a pure function);
-- :func:`local_pool` the default pool of :func:`run_many` (``spawn``);
+- :func:`local_pool` the default pool of :func:`run_many` (``spawn``), whose workers ignore
+  Ctrl-C and die with their parent; :func:`stop_pool` cancels its queue and ends them now;
 - :class:`TrainJob` one run as a picklable callable with submitit's ``checkpoint`` hook;
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
 - :func:`make_executor` the executors of ``palviz sweep``; :func:`slurm_resources` the CPUs
   and GPUs of its Slurm jobs, checked against what ``sinfo`` says the partition has;
 - :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array;
 - :func:`activation_bytes` what a training step of a network holds in memory.
+
+Stopping: Ctrl-C (or, under the ``palviz`` command, SIGTERM) during :func:`run_many` cancels
+the queued runs, ends the local workers at once (a run in flight stops mid-epoch; it resumes
+from its last checkpoint next time) and raises :class:`RunsInterrupted`, a
+``KeyboardInterrupt`` whose message says how many of the runs asked for are cached. The
+workers ignore SIGINT (a terminal sends Ctrl-C to the whole process group; only the parent
+acts on it) and exit when their parent is gone, however it died: on Linux through a
+parent-death signal, elsewhere through a thread that watches the parent's pid.
 """
 
 from __future__ import annotations
@@ -36,9 +45,18 @@ from typing import Any
 import torch
 
 from palviz.files import runs_dir
-from palviz.runcache import RunResult, RunSpec, check_cache_writable, read_cached, run
+from palviz.runcache import (
+    RunResult,
+    RunSpec,
+    check_cache_writable,
+    is_cached,
+    read_cached,
+    run,
+)
+from palviz.workers import init_worker, starting_workers
 
 __all__ = [
+    "RunsInterrupted",
     "SlurmRefused",
     "SlurmResources",
     "TrainJob",
@@ -50,6 +68,7 @@ __all__ = [
     "run_many",
     "sbatch_script",
     "slurm_resources",
+    "stop_pool",
     "train_with",
 ]
 
@@ -63,14 +82,6 @@ def gpu_slots(num_gpus: int, workers_per_gpu: int) -> list[str]:
     return [f"cuda:{i % num_gpus}" for i in range(num_gpus * workers_per_gpu)]
 
 
-def _pin_worker(slots: Any) -> None:
-    """Worker initializer: take one slot (``"cuda:i"``) and see only GPU ``i``, so that
-    ``device="auto"`` (cuda:0 inside the worker) is that GPU."""
-    slot = slots.get()
-    os.environ["CUDA_VISIBLE_DEVICES"] = slot.split(":", 1)[1]
-    os.environ["PALVIZ_WORKER_SLOT"] = slot
-
-
 def local_pool(workers: int, slots: list[str] | None = None) -> cf.ProcessPoolExecutor:
     """A pool of ``workers`` spawned processes; with ``slots`` (from :func:`gpu_slots`), one
     process per slot, each pinned to its GPU by ``CUDA_VISIBLE_DEVICES``.
@@ -78,15 +89,55 @@ def local_pool(workers: int, slots: list[str] | None = None) -> cf.ProcessPoolEx
     The start method is ``spawn`` (``fork`` is unsafe once torch has started threads, and CUDA
     cannot be used in a forked child): each worker imports the calling script again, so a
     script must call :func:`run_many` under ``if __name__ == "__main__":``.
+
+    The workers ignore SIGINT and end when this process ends, however it ends
+    (:func:`palviz.workers.init_worker`); :func:`stop_pool` ends them at once.
     """
     context = multiprocessing.get_context("spawn")
-    if not slots:
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    queue = context.Queue()
-    for slot in slots:
-        queue.put(slot)
+    queue = None
+    if slots:
+        queue = context.Queue()
+        for slot in slots:
+            queue.put(slot)
     return cf.ProcessPoolExecutor(
-        max_workers=len(slots), mp_context=context, initializer=_pin_worker, initargs=(queue,)
+        max_workers=len(slots) if slots else workers,
+        mp_context=context,
+        initializer=init_worker,
+        initargs=(os.getpid(), queue),
+    )
+
+
+def stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 5.0) -> None:
+    """Cancel the runs queued in ``pool`` and end its workers now, without waiting for the
+    runs in flight: SIGTERM, then SIGKILL for a worker still alive after ``grace`` seconds.
+    A run stopped mid-epoch resumes from its last checkpoint when it is asked for again."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.terminate()
+    deadline = time.monotonic() + grace
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join(1.0)
+
+
+class RunsInterrupted(KeyboardInterrupt):
+    """:func:`run_many` stopped by Ctrl-C (or SIGTERM under ``palviz``): the queued runs were
+    cancelled and the local workers ended. The message is one line: how many of the runs
+    asked for are cached, and that asking again resumes."""
+
+
+def _interrupted_message(specs: Sequence[RunSpec]) -> str:
+    keys = {spec.key(): spec for spec in specs}
+    cached = sum(1 for spec in keys.values() if is_cached(spec))
+    return (
+        f"interrupted: {cached} of the {len(keys)} run(s) asked for are cached; running "
+        "again resumes (cached runs are read, an unfinished one continues from its last "
+        "checkpoint)"
     )
 
 
@@ -161,12 +212,18 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
     if batch is not None and type(executor).__module__.startswith("submitit"):
         yield from _train_on_submitit(executor, todo)
         return
-    futures = {executor.submit(TrainJob(spec)): key for key, spec in todo.items()}
+    local = isinstance(executor, cf.ProcessPoolExecutor)
+    with starting_workers() if local else contextlib.nullcontext():
+        futures = {executor.submit(TrainJob(spec)): key for key, spec in todo.items()}
     try:
         for future in cf.as_completed(futures):
             yield futures[future], future.result()
     except BrokenProcessPool as err:
         raise _broken_pool_error(err) from err
+    except KeyboardInterrupt:
+        for future in futures:  # the queued runs (a local pool's workers: stop_pool)
+            future.cancel()
+        raise
 
 
 # --------------------------------------------------------------------------- Slurm
@@ -536,9 +593,11 @@ def run_many(
     ``dask.distributed.Client(...).get_executor()``) trains the missing runs instead; its
     workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``). Returns one
     :class:`RunResult` per spec, in order, each carrying its own spec (and label).
-    """
-    from tqdm.auto import tqdm
 
+    Ctrl-C cancels the queued runs, ends the local workers without waiting for the runs in
+    flight and raises :class:`RunsInterrupted` (a ``KeyboardInterrupt``) saying how many of
+    the runs asked for are cached; calling again resumes.
+    """
     specs = list(specs)
     if workers is None:
         workers = 1 if torch.cuda.is_available() else max(1, min(2, os.cpu_count() or 1))
@@ -546,12 +605,40 @@ def run_many(
         raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
     results: list[RunResult | None] = [None] * len(specs)
     missing: dict[str, list[int]] = {}
-    for i, spec in enumerate(specs):
-        cached = None if spec.key() in missing else read_cached(spec)
-        if cached is not None:
-            results[i] = cached
-        else:
-            missing.setdefault(spec.key(), []).append(i)
+    try:
+        for i, spec in enumerate(specs):
+            cached = None if spec.key() in missing else _read_cached(spec)
+            if cached is not None:
+                results[i] = cached
+            else:
+                missing.setdefault(spec.key(), []).append(i)
+        _train_missing(specs, missing, results, desc, workers, executor, workers_per_gpu)
+    except KeyboardInterrupt as err:
+        raise RunsInterrupted(_interrupted_message(specs)) from err
+    return results  # type: ignore[return-value]
+
+
+def _read_cached(spec: RunSpec) -> RunResult | None:
+    """:func:`read_cached`, with an entry that another process moved aside meanwhile (a broken
+    one it quarantined first) counted as missing, as :func:`palviz.runcache.run` does."""
+    try:
+        return read_cached(spec)
+    except FileNotFoundError:
+        return None
+
+
+def _train_missing(
+    specs: list[RunSpec],
+    missing: dict[str, list[int]],
+    results: list[RunResult | None],
+    desc: str,
+    workers: int,
+    executor: Any,
+    workers_per_gpu: int | None,
+) -> None:
+    """Train the first spec of each ``key -> indices`` of ``missing`` and put its result at
+    those indices of ``results`` (:func:`run_many`'s second pass)."""
+    from tqdm.auto import tqdm
 
     def store(key: str, result: RunResult) -> None:
         for i in missing[key]:
@@ -564,8 +651,8 @@ def run_many(
     if slots and executor is None:
         workers = len(slots)
     if not todo:
-        pass
-    elif executor is not None:
+        return
+    if executor is not None:
         with tqdm(total=len(todo), desc=desc, unit="run") as bar:
             for key, result in train_with(executor, todo):
                 store(key, result)
@@ -577,11 +664,14 @@ def run_many(
                 store(key, run(spec))
     else:
         with local_pool(min(workers, len(todo)), slots) as pool:
-            with tqdm(total=len(todo), desc=desc, unit="run") as bar:
-                for key, result in train_with(pool, todo):
-                    store(key, result)
-                    bar.update()
-    return results  # type: ignore[return-value]
+            try:
+                with tqdm(total=len(todo), desc=desc, unit="run") as bar:
+                    for key, result in train_with(pool, todo):
+                        store(key, result)
+                        bar.update()
+            except KeyboardInterrupt:
+                stop_pool(pool)
+                raise
 
 
 def run_grouped(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from cluster_support import require_engine
 
-from palviz import cli, cluster, locks
+from palviz import cli, cluster, locks, workers
 from palviz import experiments as ex
 from palviz.runcache import RunSpec, check_runs
 
@@ -106,9 +106,9 @@ def test_a_worker_sees_only_its_own_gpu(monkeypatch):
     slots = queue.Queue()
     for slot in cluster.gpu_slots(2, 1):
         slots.put(slot)
-    cluster._pin_worker(slots)
+    workers.pin_gpu(slots)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"
-    cluster._pin_worker(slots)
+    workers.pin_gpu(slots)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     monkeypatch.delenv("PALVIZ_WORKER_SLOT")
