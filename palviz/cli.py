@@ -479,8 +479,14 @@ def _download(name: str) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
+    from palviz.data import DatasetFileError
+
     for name in args.names:
-        _download(name)
+        try:
+            _download(name)
+        except DatasetFileError as err:  # a damaged file stops the fetch: it says what to do
+            print(f"palviz download: {err}", file=sys.stderr)
+            return 1
     return 0
 
 
