@@ -10,6 +10,7 @@ import struct
 
 import numpy as np
 import pytest
+from test_notebook_overrides import ROOT, _execute
 from test_paper_profile import write_cifar10
 
 from palviz import cli
@@ -178,19 +179,6 @@ def test_the_paper_profile_without_its_runs_or_data_says_what_is_missing(
 TOY_07 = {"PROFILE": "paper", "METHODS": ["CE", "CE+FNPAL"], "SEEDS": [0], "RATES": [0.4]}
 
 
-def _execute_07(out, root):
-    papermill = pytest.importorskip("papermill")
-    (path,) = (root / "notebooks").glob("07_*.ipynb")
-    papermill.execute_notebook(
-        str(path),
-        str(out),
-        parameters=TOY_07,
-        kernel_name="python3",
-        cwd=str(root / "notebooks"),
-        progress_bar=False,
-    )
-
-
 def test_notebook_07_paper_branch_at_toy_size_packs_and_renders_without_the_data(
     tmp_path, monkeypatch
 ):
@@ -198,10 +186,7 @@ def test_notebook_07_paper_branch_at_toy_size_packs_and_renders_without_the_data
     stand-in MNIST, CIFAR-10 and CIFAR-100 files with every check of the notebook holding (the
     realised noise follows the flip rule); its runs packed and unpacked into an empty cache
     with no data render the same tables, claims and figures, and nothing trains."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("PALVIZ_ROOT", str(root))
+    monkeypatch.setenv("PALVIZ_ROOT", str(ROOT))
     monkeypatch.setenv("PALVIZ_TOY", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
@@ -214,7 +199,7 @@ def test_notebook_07_paper_branch_at_toy_size_packs_and_renders_without_the_data
     write_cifar10(teacher / "data", per_class_train=100, per_class_test=10)
     write_cifar100(teacher / "data")
     write_mnist(teacher / "data")
-    _execute_07(tmp_path / "teacher.ipynb", root)
+    _execute("07", tmp_path / "teacher.ipynb", TOY_07)
     trained = sorted(p.name for p in (teacher / "runs").iterdir() if not p.name.startswith("."))
     archive = tmp_path / "paper-07.tar.gz"
     assert cli.main(["runs", "pack", "--profile", "paper", "--only", "07", "-o", str(archive)]) == 0
@@ -223,7 +208,7 @@ def test_notebook_07_paper_branch_at_toy_size_packs_and_renders_without_the_data
     student = machine("student")
     (student / "data").mkdir(parents=True)
     assert cli.main(["runs", "unpack", str(archive)]) == 0
-    _execute_07(tmp_path / "student.ipynb", root)
+    _execute("07", tmp_path / "student.ipynb", TOY_07)
     after = _rendered(student / "figures" / "paper")
     runs = sorted(p.name for p in (student / "runs").iterdir() if not p.name.startswith("."))
     assert runs == trained, "the render trained runs or the archive lacked some"
