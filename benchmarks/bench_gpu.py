@@ -60,29 +60,10 @@ from palviz.estimate import (  # noqa: E402
 from palviz.files import build_dir, write_json  # noqa: E402
 from palviz.losses import CrossEntropyLoss  # noqa: E402
 from palviz.models import make_model  # noqa: E402
-from palviz.train import TrainConfig  # noqa: E402
+from palviz.train import TrainConfig, autocast, grad_scaler  # noqa: E402
 
 FULL = {"batch_size": 128, "steps": 50, "warmup_steps": 10, "runs_per_gpu": (1, 2, 4, 8)}
 TINY = {"batch_size": 4, "steps": 2, "warmup_steps": 1, "runs_per_gpu": (1, 2)}
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-# ------------------------------------------------------------------ the precision of a step
-# palviz.train.fit knows float16 autocast (TrainConfig.amp, on CUDA) only; these two functions
-# define the three precisions of a benchmarked step, and are the one place to call train's own
-# once TrainConfig chooses a precision.
-
-
-def autocast(device: torch.device, precision: str):
-    """The autocast context of a training step in ``precision``: none for fp32."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=_DTYPES[precision])
-
-
-def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
-    """Gradient scaling, on for float16 only (bfloat16 has float32's range)."""
-    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
 
 
 def precisions_of(device: torch.device) -> tuple[list[str], list[dict]]:

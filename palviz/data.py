@@ -48,6 +48,7 @@ from palviz.checks import (
     check_int,
     check_num_classes,
     check_probability,
+    check_range,
     check_real,
     invalid,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "long_tail_indices",
     "make_long_tailed",
     "normalize_images",
+    "rotate_images",
     "stratified_subset",
 ]
 
@@ -137,6 +139,53 @@ def normalize_images(
     return x
 
 
+def rotate_images(x: torch.Tensor, angles: torch.Tensor | Sequence[float]) -> torch.Tensor:
+    """Rotate each image of a batch about its centre by its own angle, in one batched pass on
+    ``x``'s device: ``torchvision.transforms.functional.rotate(x[i], angles[i])`` with its
+    defaults (counter-clockwise in degrees, nearest-neighbour interpolation, the output the
+    input's size, pixels from outside the image filled with 0), which is what
+    ``RandomRotation(degrees)`` applies.
+
+    Output pixel ``(u, v)`` (coordinates of pixel centres relative to the image centre, in
+    pixels, ``v`` pointing down) reads the input at ``(u cos a - v sin a, u sin a + v cos a)``,
+    the nearest pixel of it (``F.grid_sample(mode="nearest", padding_mode="zeros")``). The
+    sampling grid is computed in the order torchvision computes it (sines and cosines in
+    float64, then pixel coordinates times the float32 matrix scaled to grid units), so that
+    even the rounding at ties agrees.
+
+    Args:
+        x: ``[N, C, H, W]`` images, ``uint8`` or floating point.
+        angles: ``[N]`` angles in degrees.
+
+    Returns:
+        ``[N, C, H, W]``, ``x``'s dtype and device.
+    """
+    if x.dim() != 4:
+        raise ValueError(f"x must be N x C x H x W images, got shape {tuple(x.shape)}")
+    angles = torch.as_tensor(angles, device=x.device)
+    if angles.shape != (len(x),):
+        raise ValueError(
+            f"angles must hold one angle per image ({len(x)}), got shape {tuple(angles.shape)}"
+        )
+    n, _, h, w = x.shape
+    rad = torch.deg2rad(angles.double())
+    cos, sin = torch.cos(rad).float(), torch.sin(rad).float()
+    zero = torch.zeros_like(cos)
+    # [N, 3, 2]: (u, v, 1) -> input (u cos a - v sin a, u sin a + v cos a), in units of half
+    # the width and height (grid_sample's -1..1)
+    matrix = torch.stack([torch.stack([cos, sin], 1), torch.stack([-sin, cos], 1)], 1)
+    matrix = torch.cat([matrix, torch.stack([zero, zero], 1)[:, None]], 1)
+    matrix = matrix / torch.tensor([0.5 * w, 0.5 * h], device=x.device)
+    u = torch.linspace(-0.5 * w + 0.5, 0.5 * w - 0.5, w, device=x.device)
+    v = torch.linspace(-0.5 * h + 0.5, 0.5 * h - 0.5, h, device=x.device)
+    base = torch.stack(
+        [u.expand(h, w), v[:, None].expand(h, w), torch.ones(h, w, device=x.device)], -1
+    )  # [H, W, 3]
+    grid = (base.reshape(1, h * w, 3).expand(n, -1, -1) @ matrix).reshape(n, h, w, 2)
+    out = F.grid_sample(x.float(), grid, mode="nearest", padding_mode="zeros", align_corners=False)
+    return out.to(x.dtype)  # nearest copies pixels: uint8 values come back exactly
+
+
 def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
     """A CPU generator whose state is a pure function of ``(seed, epoch)``."""
     state = np.random.SeedSequence([int(seed), int(epoch)]).generate_state(2, dtype=np.uint32)
@@ -180,9 +229,13 @@ class BatchIterator:
     random crop with zero padding ``pad`` (the raw 0..255 pixels are padded with 0 *before*
     normalisation, as ``torchvision.transforms.RandomCrop(32, padding=4)`` does on the PIL
     image) and a horizontal flip with probability 0.5. It runs batched on the device: the
-    batch is padded once and each sample's crop is gathered from its own offsets.
+    batch is padded once and each sample's crop is gathered from its own offsets. With
+    ``rotation > 0`` (APL's CIFAR-100 recipe: ``RandomRotation(20)`` after the crop and flip),
+    each image is then rotated by an angle drawn uniformly from ``[-rotation, rotation]``
+    degrees, also on the raw pixels and batched (:func:`rotate_images`).
 
-    Every random choice of epoch ``e`` (the shuffle order, the crop offsets, the flips) comes
+    Every random choice of epoch ``e`` (the shuffle order, the crop offsets, the flips, the
+    angles) comes
     from a CPU ``torch.Generator`` seeded from ``(seed, e)`` alone, so a run resumed at epoch
     ``e`` sees exactly the batches it would have seen.
 
@@ -192,6 +245,8 @@ class BatchIterator:
         batch_size: samples per batch (the last batch may be smaller unless ``drop_last``).
         shuffle: draw a fresh permutation each epoch; otherwise the stored order.
         augment: random crop + horizontal flip (4-D inputs only).
+        rotation: largest angle of the random rotation, in degrees (0: none; 4-D inputs
+            only); applied after the crop and flip.
         mean, std: normalisation statistics (per channel for images), or ``None``.
         device: where data and batches live; ``None`` means CUDA if available, else CPU.
         seed: base seed of every epoch's randomness.
@@ -211,6 +266,7 @@ class BatchIterator:
         *,
         shuffle: bool = True,
         augment: bool = False,
+        rotation: float = 0.0,
         mean: float | Sequence[float] | torch.Tensor | None = None,
         std: float | Sequence[float] | torch.Tensor | None = None,
         device: str | torch.device | None = None,
@@ -222,6 +278,7 @@ class BatchIterator:
         y = torch.as_tensor(y)
         batch_size = check_int("batch_size", batch_size, 1)
         pad = check_int("pad", pad, 0)
+        rotation = check_range("rotation", rotation, 0.0, 180.0)
         if x.dim() < 2:
             raise ValueError(f"x must have shape N x ... (at least 2-D), got {tuple(x.shape)}")
         if y.dim() != 1:
@@ -232,6 +289,10 @@ class BatchIterator:
             raise ValueError(
                 f"augment=True needs N x C x H x W images, got x of shape {tuple(x.shape)}"
             )
+        if rotation > 0 and x.dim() != 4:
+            raise ValueError(
+                f"rotation={rotation:g} needs N x C x H x W images, got x of shape {tuple(x.shape)}"
+            )
         self.device = _default_device(device)
         if x.dtype != torch.uint8:
             x = x.float()
@@ -240,6 +301,7 @@ class BatchIterator:
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
         self.augment = bool(augment)
+        self.rotation = rotation
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
         self.pad = pad
@@ -272,13 +334,18 @@ class BatchIterator:
             flips = torch.rand(n, generator=g) < 0.5
         else:
             offsets = flips = None
-        return _EpochBatches(self._batches(order, offsets, flips), len(self))
+        # drawn last, and only when asked for: the other draws stay as they were without it
+        angles = None
+        if self.rotation > 0:
+            angles = (torch.rand(n, generator=g) * 2 - 1) * self.rotation
+        return _EpochBatches(self._batches(order, offsets, flips, angles), len(self))
 
     def _batches(
         self,
         order: torch.Tensor,
         offsets: torch.Tensor | None,
         flips: torch.Tensor | None,
+        angles: torch.Tensor | None,
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for b in range(len(self)):
             sl = slice(b * self.batch_size, (b + 1) * self.batch_size)
@@ -286,6 +353,8 @@ class BatchIterator:
             xb = self.x[idx]
             if offsets is not None and flips is not None:
                 xb = self._crop_flip(xb, offsets[sl].to(self.device), flips[sl].to(self.device))
+            if angles is not None:
+                xb = rotate_images(xb, angles[sl])
             yield self._convert(xb), self.y[idx]
 
     def _crop_flip(

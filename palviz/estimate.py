@@ -45,6 +45,7 @@ from typing import Any
 
 from palviz import data as pdata
 from palviz.checks import check_bool, check_choice, check_int, check_positive, invalid
+from palviz.train import PRECISIONS
 
 __all__ = [
     "BENCH_SCHEMA",
@@ -63,9 +64,6 @@ __all__ = [
 
 BENCH_SCHEMA = "palviz-bench-gpu"
 BENCH_VERSION = 1
-
-#: The precisions a training step can run in (float32; bfloat16 or float16 autocast).
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16")
 
 #: A result's ``status``: measured, or why not.
 STATUSES: tuple[str, ...] = ("ok", "out of memory", "failed")
@@ -229,11 +227,6 @@ def best_configurations(
     return {a: best[a] for a in wanted}
 
 
-def _configured_precision(config: Any) -> str:
-    """The precision a run's TrainConfig asks for on CUDA (``amp``: float16 autocast)."""
-    return getattr(config, "precision", None) or ("fp16" if config.amp else "fp32")
-
-
 def estimate(
     specs: Sequence[Any], bench: Mapping, gpus: int = 1, source: str = "the benchmark"
 ) -> dict:
@@ -260,7 +253,7 @@ def estimate(
         row["steps"] += steps
         row["gpu_hours"] += steps * _gpu_ms(result) * scale / 3.6e6
         row["batch_sizes"].add(batch)
-        row["configured"].add((_configured_precision(spec.train), spec.train.channels_last))
+        row["configured"].add((spec.train.precision, spec.train.channels_last))
         longest = max(longest, steps * result["ms_per_step"] * scale / 3.6e6)
     total = math.fsum(r["gpu_hours"] for r in rows.values())
     return {

@@ -24,8 +24,14 @@ arch            input                source                                 feat
 (Parameter counts are of the backbone alone, with the default input channels; a linear head
 adds ``(feat_dim + 1) * num_classes``.) Every backbone ends in a ReLU, as the reference
 backbones do (the ResNets average-pool a ReLU output, APL's CNNs end in ``BN + ReLU``), so
-penultimate features are non-negative throughout. Heads keep their own initialisation; the
-backbones are initialised as their sources do.
+penultimate features are non-negative throughout.
+
+Initialisation follows the source of each arch, the classifier layer included: a linear head
+on a published backbone gets the weights its reference code gives its last ``nn.Linear``
+(:data:`HEAD_INITS`: LDAM-DRW's ``kaiming_normal_`` for ResNet-32, APL's ``xavier_uniform_``
+for ResNet-34 and both CNNs; biases keep PyTorch's default, as in both codes). The cosine and
+anchored heads keep their own (LDAM's ``NormedLinear`` init, fixed simplex prototypes), and so
+do the CPU-sized nets (PyTorch's defaults).
 """
 
 from __future__ import annotations
@@ -35,9 +41,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from palviz.checks import check_choice, check_int, check_num_classes
-from palviz.heads import make_head
+from palviz.heads import LinearHead, make_head
 
-__all__ = ["ARCHS", "Classifier", "make_model"]
+__all__ = ["ARCHS", "ARCH_REVISIONS", "HEAD_INITS", "Classifier", "make_model"]
 
 
 class Classifier(nn.Module):
@@ -160,7 +166,9 @@ def resnet32(in_channels: int = 3) -> CifarResNet:
     ``models/resnet_cifar.py``) and ELM. 3x3 conv stem with 16 channels, three stages of
     five basic blocks with 16, 32, 64 channels (stride 1, 2, 2), option-A zero-padding
     shortcuts (no parameters), global average pooling; Kaiming-normal initialisation of every
-    conv (fan-in), BN weights 1 and biases 0.
+    conv (fan-in), BN weights 1 and biases 0. The reference applies the same
+    ``kaiming_normal_`` to its classifier layer: :func:`make_model` does so for a linear head
+    (:data:`HEAD_INITS`).
 
     ``[N, in_channels, 32, 32] -> [N, 64]``. Parameters: 463,504 (backbone), 464,154 with a
     10-class linear head (the "0.46 M" of the paper).
@@ -180,7 +188,8 @@ def resnet34(in_channels: int = 3) -> CifarResNet:
     common CIFAR ResNets: 3x3 conv stem with 64 channels and no max-pool, four stages of
     3, 4, 6, 3 basic blocks with 64, 128, 256, 512 channels (stride 1, 2, 2, 2), 1x1 conv + BN
     projection shortcuts, global average pooling; Kaiming-uniform initialisation of every conv
-    (fan-in, ReLU gain) as in that code.
+    (fan-in, ReLU gain) as in that code, whose classifier layer is Xavier-uniform (given to a
+    linear head by :func:`make_model`, :data:`HEAD_INITS`).
 
     ``[N, in_channels, 32, 32] -> [N, 512]``. Parameters: 21,276,992 (backbone).
     """
@@ -205,7 +214,8 @@ def _conv_bn_relu(in_channels: int, out_channels: int) -> nn.Sequential:
 
 def _apl_init(net: nn.Module) -> nn.Module:
     """APL's ``_reset_prams``: Kaiming-uniform convs (fan-in, ReLU gain), Xavier-uniform
-    linear layers; biases keep PyTorch's default."""
+    linear layers (here ``fc1``; its classifier ``fc2`` is the head, :data:`HEAD_INITS`);
+    biases keep PyTorch's default."""
     for m in net.modules():
         if isinstance(m, nn.Conv2d):
             nn.init.kaiming_uniform_(m.weight, mode="fan_in", nonlinearity="relu")
@@ -360,6 +370,39 @@ _BACKBONES = {
 ARCHS: tuple[str, ...] = tuple(_BACKBONES)
 """The architectures :func:`make_model` knows."""
 
+# The reference initialisations of a classifier layer's weight, by name, with PyTorch's
+# defaults as the reference code calls them: ``kaiming_normal_(w)`` is fan-in, gain sqrt(2)
+# (std sqrt(2 / fan_in)); ``xavier_uniform_(w)`` is U(-b, b), b = sqrt(6 / (fan_in + fan_out)).
+_INITS = {"kaiming_normal": nn.init.kaiming_normal_, "xavier_uniform": nn.init.xavier_uniform_}
+
+HEAD_INITS: dict[str, str | None] = {
+    "resnet32": "kaiming_normal",  # LDAM-DRW models/resnet_cifar.py, _weights_init
+    "resnet34": "xavier_uniform",  # APL models.py, ResNet._reset_prams
+    "cnn_mnist": "xavier_uniform",  # APL models.py, ToyModel._reset_prams
+    "cnn_cifar10": "xavier_uniform",  # APL models.py, ToyModel._reset_prams
+    "mlp1d": None,
+    "cnn1d": None,
+    "cnn_digits": None,
+}
+"""How :func:`make_model` initialises the weight of a linear head on each arch, as the arch's
+reference code initialises its classifier layer; ``None``: PyTorch's default
+(``nn.Linear``'s Kaiming-uniform with ``a = sqrt(5)``, std ``1 / sqrt(3 fan_in)``). The bias
+keeps PyTorch's default everywhere, as in the reference codes."""
+
+ARCH_REVISIONS: dict[str, int] = {
+    "resnet32": 2,
+    "resnet34": 2,
+    "cnn_mnist": 2,
+    "cnn_cifar10": 2,
+    "mlp1d": 1,
+    "cnn1d": 1,
+    "cnn_digits": 1,
+}
+"""What :func:`make_model` builds for an arch, numbered: bump an arch's number whenever that
+changes, so that the run cache trains its runs again (``RunSpec.key`` enters a revision
+above 1; the archs at 1 keep the keys they always had). Revision 2: a linear head
+initialised as in the reference code (:data:`HEAD_INITS`), where it had PyTorch's default."""
+
 
 def make_model(
     arch: str,
@@ -374,7 +417,8 @@ def make_model(
     Args:
         arch: one of :data:`ARCHS`.
         num_classes: number of classes ``k``.
-        head: a kind of :func:`palviz.heads.make_head`: ``"linear"``, ``"cosine"``,
+        head: a kind of :func:`palviz.heads.make_head`: ``"linear"`` (its weight initialised
+            as ``arch``'s reference code does, :data:`HEAD_INITS`), ``"cosine"``,
             ``"anchored"``.
         in_channels: input channels (signal channels for the 1-D nets); ``None`` means the
             arch's own (3 for the CIFAR nets, 1 for MNIST, MNIST-1D and digits).
@@ -388,4 +432,7 @@ def make_model(
     build, feat_dim, default_channels = _BACKBONES[arch]
     channels = default_channels if in_channels is None else check_int("in_channels", in_channels, 1)
     backbone = build(channels)
-    return Classifier(backbone, make_head(head, feat_dim, num_classes, **head_kw), feat_dim)
+    head_module = make_head(head, feat_dim, num_classes, **head_kw)
+    if HEAD_INITS[arch] is not None and isinstance(head_module, LinearHead):
+        _INITS[HEAD_INITS[arch]](head_module.fc.weight)
+    return Classifier(backbone, head_module, feat_dim)

@@ -6,18 +6,23 @@ literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`: data, ne
 schedule, and the methods it trains, named (registering a method never changes a profile).
 The ``*_spec`` and ``*_grid`` functions turn both into :class:`~palviz.runcache.RunSpec`
 objects for the run cache (:mod:`palviz.runcache`). Also the published numbers the tables
-stand beside, and how tables name the datasets.
+stand beside, how tables name the datasets, and every departure from the reference code
+(:data:`DEPARTURES`).
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from palviz import data as pdata
 from palviz import methods as pmethods
-from palviz.files import resolve_profile
+from palviz.files import atomic_write, project_root, resolve_profile
 from palviz.methods import ORIENTATIONS, dataset_family
 from palviz.runcache import RunSpec
 from palviz.theory import noise_aware_scale
@@ -35,14 +40,18 @@ NOISE_METHODS: tuple[str, ...] = pmethods.noisy_methods()
 
 __all__ = [
     "DATASET_NAMES",
+    "DEPARTURES",
     "LONG_TAILED_PROFILES",
     "LT_METHODS",
     "NOISE_METHODS",
     "NOISY_PROFILES",
     "ORIENTATIONS",
     "PAPER_LR_WD_INTEGRAL",
+    "PAPER_PRECISION",
     "PUBLISHED_LT_ACCURACY",
     "TRAIN_OVERRIDES",
+    "Departure",
+    "departures_markdown",
     "expand_schedule",
     "long_tailed_setup",
     "lt_grid",
@@ -55,6 +64,7 @@ __all__ = [
     "noisy_spec",
     "published_lt_accuracy",
     "scale_sweep",
+    "write_departures",
 ]
 
 
@@ -109,6 +119,13 @@ def noise_method(name: str, dataset: str, eta: float, scale: float | None = None
 #: 200 epochs of 97 steps, lr 0.1 with warm-up, x0.01 at epoch 160, wd 2e-4): how far weight
 #: decay has pulled the weights in the published regime (palviz.budget computes it).
 PAPER_LR_WD_INTEGRAL = 0.31
+
+#: The precision of every ``paper`` run: float32, because both reference codes train in it
+#: (LDAM-DRW's ``cifar_train.py`` and APL's ``trainer.py`` use no autocast). bfloat16 or
+#: float16 autocast would compute the convolutions and the cosine logits (scaled by s = 30
+#: afterwards) in half precision and so change the results, not only the speed; a GPU run may
+#: still choose one (``TrainConfig(precision=...)``), as a departure (:data:`DEPARTURES`).
+PAPER_PRECISION = "fp32"
 
 #: The training fields a notebook's parameters cell may change (``EPOCHS``, ``LR``,
 #: ``WEIGHT_DECAY``, ``BATCH_SIZE``); they reach every run the notebook trains.
@@ -220,6 +237,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
             "lr": 0.1,
             "weight_decay": 2e-4,
             "augment": True,
+            "precision": PAPER_PRECISION,
         },
     },
 }
@@ -228,7 +246,8 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
 def expand_schedule(train: Mapping[str, Any]) -> dict:
     """The TrainConfig fields of a profile's ``train`` entry. ``shape="ldam-drw"``: LDAM-DRW's
     schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs, none below 10 epochs), DRW
-    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9; the
+    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9, float32
+    (:data:`PAPER_PRECISION`); the
     entry's other keys (and explicit ``milestones``, ``drw_epoch``, ...) are kept as given.
     Without ``shape`` the entry is returned as it is."""
     train = dict(train)
@@ -253,6 +272,7 @@ def expand_schedule(train: Mapping[str, Any]) -> dict:
         "warmup_epochs": max(1, round(epochs * 5 / 200)) if epochs >= 10 else 0,
         "drw_epoch": first,
         "augment": False,
+        "precision": PAPER_PRECISION,
     }
     return {**shaped, **train}
 
@@ -319,7 +339,20 @@ def lt_spec(
     )
 
 
-_APL_TRAIN = {"batch_size": 128, "momentum": 0.9, "schedule": "cosine", "grad_clip": 5.0}
+_APL_TRAIN = {
+    "batch_size": 128,
+    "momentum": 0.9,
+    "schedule": "cosine",
+    "grad_clip": 5.0,
+    "precision": PAPER_PRECISION,
+}
+# APL's per-channel statistics (its dataset.py), which differ from the LDAM-DRW constants the
+# long-tailed runs (and palviz.data.dataset_info) use.
+_APL_CIFAR10_STATS = {
+    "mean": (0.49139968, 0.48215827, 0.44653124),
+    "std": (0.24703233, 0.24348505, 0.26158768),
+}
+_APL_CIFAR100_STATS = {"mean": (0.5071, 0.4865, 0.4409), "std": (0.2673, 0.2564, 0.2762)}
 # APL's MNIST recipe (the one its beta = 10 loss weights were tuned with), on MNIST-1D; at
 # lr 0.05 NCE+RCE and NFL+RCE collapse to one class there.
 _MNIST1D_TRAIN = {
@@ -457,6 +490,7 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
                 "arch": "cnn_cifar10",
                 "train": {
                     **_APL_TRAIN,
+                    **_APL_CIFAR10_STATS,
                     "epochs": 120,
                     "lr": 0.01,
                     "weight_decay": 1e-4,
@@ -467,10 +501,12 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
                 "arch": "resnet34",
                 "train": {
                     **_APL_TRAIN,
+                    **_APL_CIFAR100_STATS,
                     "epochs": 200,
                     "lr": 0.1,
                     "weight_decay": 1e-5,
                     "augment": True,
+                    "rotation": 20.0,  # APL's RandomRotation(20), after the crop and flip
                 },
             },
         },
@@ -545,8 +581,10 @@ def noisy_spec(
         raise ValueError(f"dataset must be one of {tuple(setup['datasets'])}, got {dataset!r}")
     recipe = noise_method(method, dataset, eta, scale)
     info = pdata.dataset_info(dataset)
-    schedule = {**setup["datasets"][dataset]["train"], **train_changes}
-    config = TrainConfig(seed=seed, mean=info.mean, std=info.std, progress=False, **schedule)
+    # the dataset's statistics unless the profile names the reference's own (APL's CIFAR)
+    stats = {"mean": info.mean, "std": info.std}
+    schedule = {**stats, **setup["datasets"][dataset]["train"], **train_changes}
+    config = TrainConfig(seed=seed, progress=False, **schedule)
     return RunSpec(
         dataset=dataset,
         arch=setup["datasets"][dataset]["arch"],
@@ -713,3 +751,181 @@ def lt_label_spec(label: str, **kwargs: Any) -> RunSpec:
     ``"LDAM-DRW+PAL"``; ``kwargs`` as for :func:`lt_spec` (except ``pal``)."""
     method, pal = (label[: -len("+PAL")], True) if label.endswith("+PAL") else (label, False)
     return lt_spec(method, pal=pal, **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# Departures from the reference code, declared once (docs/reference.md 9 and the README)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One way palviz differs from the reference code it follows: ``topic``, what the
+    ``reference`` (repository and file) does, what palviz does instead, and the section of
+    docs/reference.md that explains it."""
+
+    topic: str
+    reference: str
+    palviz: str
+    section: str
+
+
+#: Every departure from the reference code, in the order of docs/reference.md. Rendered by
+#: :func:`departures_markdown` into docs/reference.md 9 and the README (``write_departures``);
+#: a test checks that both hold the current table.
+DEPARTURES: tuple[Departure, ...] = (
+    Departure(
+        "Long-tailed subsets",
+        "LDAM-DRW `imbalance_cifar.py` seeds NumPy's global generator once and draws the "
+        "classes in turn, so a class's images depend on the classes before it",
+        "each class is drawn by its own generator, seeded from (seed, class): the same "
+        "counts, other images, and the subsets of one seed are nested",
+        "1",
+    ),
+    Departure(
+        "LDAM",
+        "LDAM-DRW `losses.py` builds CUDA-only tensors",
+        "the margins follow the logits' device (no effect on results)",
+        "2",
+    ),
+    Departure(
+        "ELM",
+        "ELMloss `loss.py` reads `self.lambda` (a syntax error) and builds CUDA-only tensors; "
+        "the paper's Eq. 7 leaves the non-target logits unscaled, the code scales them",
+        "the evident intent: lambda as meant, the logits' device, s scaling every logit as "
+        "the code does; its margin is smaller than LDAM's for lambda > 0 (section 7), so "
+        "palviz does not repeat the paper's 'enlarged'",
+        "2",
+    ),
+    Departure(
+        "LMSCE",
+        "tk1980/LargeMarginInSoftmax excludes the target by subtracting 1e6 from its logit "
+        "and offers a `deg_logit` switch",
+        "masks the target with -inf; no `deg_logit` (no effect on results)",
+        "2",
+    ),
+    Departure(
+        "LA-CE",
+        "google-research `logit_adjustment/utils.py` adds log(pi^tau + 1e-12) and has no "
+        "class weights",
+        "adds tau log(pi) exactly (every count is > 0) and takes optional class weights, so "
+        "that DRW applies",
+        "2.1",
+    ),
+    Departure(
+        "IB-Focal",
+        "pseulki/IB-Loss starts the IB stage at epoch 100 of 200 and cuts the learning rate "
+        "on its own steps (x0.01 at 100, x1e-4 at 160, x1e-6 at 180)",
+        "the IB stage starts at 80 % of the epochs, under the profile's schedule (LDAM-DRW's "
+        "shape), so that one method trains runs of any length",
+        "2.2",
+    ),
+    Departure(
+        "NRCE",
+        "Active-Passive-Losses `loss.py` normalises RCE with an operator-precedence slip "
+        "(`1 / 4 * (C - 1)`)",
+        "palviz has no NRCE",
+        "3",
+    ),
+    Departure(
+        "Label noise",
+        "Active-Passive-Losses `dataset.py` flips floor(floor(eta N) / C) labels in every "
+        "class (symmetric); re-draws CIFAR-10's dog flips from labels already flipped; flips "
+        "MNIST and CIFAR-100 samples independently (asymmetric), so counts are random",
+        "exactly floor(eta n_c) flips per (source) class, chosen from the clean labels, so the "
+        "realised rate is the nominal one; every noisy run reports its transition matrix",
+        "4",
+    ),
+    Departure(
+        "PAL prototypes",
+        "PAL generates the prototypes by minimising L_0 (its Table 7)",
+        "the closed-form simplex whenever it exists (d >= k - 1; the same pairwise cosines), "
+        "the optimisation otherwise",
+        "5",
+    ),
+    Departure(
+        "Layer-peeled model",
+        "Fang et al. (PNAS 2021) state the program over every feature",
+        "one feature per class (an optimum has this form), solved by L-BFGS in float64 over "
+        "variables rescaled into the norm constraints",
+        "5",
+    ),
+    Departure(
+        "Input pipeline",
+        "both codes apply torchvision's `RandomCrop(32, padding=4)`, `RandomHorizontalFlip` "
+        "(and APL's CIFAR-100 `RandomRotation(20)`) to PIL images in `DataLoader` workers",
+        "the same transforms, batched on the device on the uint8 tensors with palviz's own "
+        "seeded draws; the rotation equals torchvision's tensor `rotate`, which rounds a tie "
+        "here and there differently from PIL's (no effect on results beyond the draws)",
+        "6",
+    ),
+    Departure(
+        "Precision",
+        "both codes train in float32",
+        "float32 by default in every profile; `TrainConfig(precision='bf16')` or `'fp16'` "
+        "(autocast, the convolutions and cosine logits in half precision) departs when chosen",
+        "6",
+    ),
+    Departure(
+        "Model selection",
+        "LDAM-DRW `cifar_train.py` reports the epoch with the best test accuracy",
+        "the last epoch, and the best test epoch beside it, labelled as such",
+        "6.1",
+    ),
+    Departure(
+        "CIFAR-100 network (noise tables)",
+        "Active-Passive-Losses' CIFAR-100 configs name a ResNet-50",
+        "the ResNet-34 of the APL paper's text",
+        "6.2",
+    ),
+)
+
+
+_DEPARTURES_MARKERS = ("<!-- departures (palviz.recipes.DEPARTURES) -->", "<!-- end departures -->")
+
+
+def _section_anchor(reference_text: str, section: str) -> str:
+    """The GitHub anchor of docs/reference.md's heading numbered ``section``."""
+    found = re.search(rf"^#+ {re.escape(section)}\.? (.*)$", reference_text, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"docs/reference.md has no section numbered {section!r}")
+    title = f"{section} {found.group(1)}".strip().lower()
+    return re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+
+
+def departures_markdown(reference_text: str, link: str = "") -> str:
+    """:data:`DEPARTURES` as a markdown table; each row links its section of docs/reference.md
+    (``reference_text``, its text) at ``link`` (``""`` on that page itself,
+    ``"docs/reference.md"`` from the README)."""
+    lines = ["| topic | the reference code | palviz | details |", "|---|---|---|---|"]
+    for d in DEPARTURES:
+        anchor = _section_anchor(reference_text, d.section)
+        where = f"[{'docs/reference.md ' if link else ''}{d.section}]({link}#{anchor})"
+        lines.append(f"| {d.topic} | {d.reference} | {d.palviz} | {where} |")
+    return "\n".join(lines)
+
+
+def write_departures(root: str | os.PathLike | None = None, *, check: bool = False) -> bool:
+    """Write :func:`departures_markdown` between the departures markers of
+    ``docs/reference.md`` and ``README.md`` under ``root`` (default: the project's); with
+    ``check``, write nothing and return whether both are up to date. Returns ``True`` when
+    both hold the current table (after writing, always)."""
+    root = Path(project_root() if root is None else root)
+    reference = root / "docs" / "reference.md"
+    reference_text = reference.read_text()
+    start, end = _DEPARTURES_MARKERS
+    pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
+    current = True
+    for path, link in ((reference, ""), (root / "README.md", "docs/reference.md")):
+        text = reference_text if path == reference else path.read_text()
+        if not pattern.search(text):
+            raise ValueError(f"{path} has no block {start!r} ... {end!r}")
+        block = f"{start}\n{departures_markdown(reference_text, link)}\n{end}"
+        new = pattern.sub(lambda _m, b=block: b, text)
+        if new == text:
+            continue
+        current = False
+        if not check:
+            with atomic_write(path, "w") as f:
+                f.write(new)
+    return current if check else True

@@ -63,9 +63,9 @@ from palviz.files import (
 )
 from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import ARCHS, make_model
+from palviz.models import ARCH_REVISIONS, ARCHS, make_model
 from palviz.threads import single_thread
-from palviz.train import TrainConfig, evaluate, fit, resolve_device
+from palviz.train import TrainConfig, evaluate, fit, legacy_config_dict, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
 CACHE_SCHEMA = 2
@@ -156,10 +156,16 @@ class RunSpec:
     def key(self) -> str:
         """16 hex digits identifying the result: the spec without ``label``, palviz's version
         and the cache schema (and, under ``PALVIZ_TOY``, the toy sizes: a toy run never
-        stands in for a real one)."""
+        stands in for a real one). ``train`` enters as
+        :func:`palviz.train.legacy_config_dict` spells it and the arch's revision
+        (:data:`palviz.models.ARCH_REVISIONS`) only above 1, so the runs that neither change
+        keep their keys."""
         payload = self.to_dict()
         payload.pop("label")
+        payload["train"] = legacy_config_dict(self.train)
         payload["train"].pop("progress", None)  # how a run is displayed does not change it
+        if ARCH_REVISIONS[self.arch] > 1:
+            payload["_arch_revision"] = ARCH_REVISIONS[self.arch]
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
         toy = toy_settings()
@@ -619,7 +625,9 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             name=f"{spec.key()} ({spec.label})" if spec.label else spec.key(),
         )
         x_test, y_test = prepared["test"]
-        ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
+        ev = evaluate(
+            model, x_test, y_test, mean=config.mean, std=config.std, precision=config.precision
+        )
     seconds = time.perf_counter() - start
     metrics = _summarise(spec, record, ev, model, prepared, seconds)
     if toy is not None:

@@ -4,7 +4,8 @@
 momentum and weight decay; a learning rate computed per epoch by the pure function
 :func:`learning_rate` (linear warm-up, then multi-step, cosine or constant); deferred
 re-weighting (DRW: class-balanced weights from ``drw_epoch`` on); optional gradient-norm
-clipping; AMP on CUDA; channels-last memory for images; evaluation on the test split; a
+clipping; a chosen precision (float32 by default, as both reference codes train; bfloat16 or
+float16 autocast on request); channels-last memory for images; evaluation on the test split; a
 checkpoint after every epoch, from which ``resume=True`` continues.
 
 The two published schedules, as configs::
@@ -31,6 +32,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,12 +57,28 @@ from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
 from palviz.metrics import min_prototype_angle, nan_to_none
 
-__all__ = ["FitRecord", "TrainConfig", "evaluate", "fit", "learning_rate", "resolve_device"]
+__all__ = [
+    "PRECISIONS",
+    "FitRecord",
+    "TrainConfig",
+    "autocast",
+    "evaluate",
+    "fit",
+    "grad_scaler",
+    "learning_rate",
+    "legacy_config_dict",
+    "resolve_device",
+]
 
 SCHEDULES = ("multistep", "cosine", "constant")
+#: The precisions :class:`TrainConfig` and :func:`evaluate` take: float32 throughout, or
+#: ``torch.autocast`` to bfloat16 or float16 (float16 with gradient scaling).
+PRECISIONS = ("fp32", "bf16", "fp16")
+_AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_FORMAT = 1
 # Config fields that may change between a checkpoint and its resumption: they change how a
 # run is shown or how fast it goes, not which parameters it ends with (on the same device).
+# ("amp" is the field that ``precision`` replaced: a checkpoint written before may hold it.)
 _RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last")
 
 
@@ -124,12 +142,20 @@ class TrainConfig:
     DRW: from epoch ``drw_epoch`` on (0-based, LDAM-DRW: 160), the loss's ``weight`` is set to
     ``class_balanced_weights(cls_num_list, cb_beta)``, before it to ``None`` (all ones).
 
-    Data: ``augment`` (random crop with padding 4 + horizontal flip, images only), ``mean`` /
-    ``std`` (per-channel normalisation, or ``None``). ``grad_clip``: maximum gradient L2 norm
-    (APL: 5.0), ``None`` for no clipping.
+    Data: ``augment`` (random crop with padding 4 + horizontal flip, images only),
+    ``rotation`` (a random rotation by an angle drawn uniformly from ``[-rotation, rotation]``
+    degrees, after the crop and flip, images only; APL's CIFAR-100 recipe is 20, its
+    ``RandomRotation(20)``; 0 for none), ``mean`` / ``std`` (per-channel normalisation, or
+    ``None``). ``grad_clip``: maximum gradient L2 norm (APL: 5.0), ``None`` for no clipping.
 
-    Speed: ``amp`` (float16 autocast + gradient scaling) takes effect on CUDA only; on CPU it
-    is ignored. ``channels_last`` stores image batches and conv weights as NHWC (on CUDA and
+    Precision (one of :data:`PRECISIONS`, on CPU and CUDA alike): ``"fp32"`` (the default, and
+    what both reference codes train in), ``"bf16"`` (``torch.autocast`` to bfloat16) or
+    ``"fp16"`` (autocast to float16 with a gradient scaler). Autocast computes convolutions and
+    matrix products, cosine logits included, in the low precision, so ``bf16`` and ``fp16``
+    change the results, not only the speed; a device that cannot autocast to the dtype is
+    refused when :func:`fit` starts.
+
+    Speed: ``channels_last`` stores image batches and conv weights as NHWC (on CUDA and
     on CPU, where oneDNN convolutions are as fast or faster that way); it has no effect on
     ``[N, D]`` inputs. ``device``: ``"auto"`` (CUDA if available), ``"cpu"``,
     ``"cuda"``, ``"cuda:1"``, ... ``eval_every``: evaluate the test split every that many
@@ -153,9 +179,10 @@ class TrainConfig:
     cb_beta: float = 0.9999
     grad_clip: float | None = None
     augment: bool = False
+    rotation: float = 0.0
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
-    amp: bool = True
+    precision: str = "fp32"
     channels_last: bool = True
     seed: int = 0
     device: str = "auto"
@@ -198,6 +225,7 @@ class TrainConfig:
         if self.grad_clip is not None:
             self.grad_clip = check_positive(f("grad_clip"), self.grad_clip)
         self.augment = check_bool(f("augment"), self.augment)
+        self.rotation = check_range(f("rotation"), self.rotation, 0.0, 180.0)
         rule = "None or a non-empty tuple of numbers (one per channel)"
         for name in ("mean", "std"):
             if getattr(self, name) is not None:
@@ -209,7 +237,7 @@ class TrainConfig:
             raise invalid(f("std"), self.std, f"as long as mean ({len(self.mean)} values)")
         if self.std is not None and min(self.std) <= 0:
             raise invalid(f("std"), self.std, "all > 0")
-        self.amp = check_bool(f("amp"), self.amp)
+        self.precision = check_choice(f("precision"), self.precision, PRECISIONS)
         self.channels_last = check_bool(f("channels_last"), self.channels_last)
         self.seed = check_int(f("seed"), self.seed, 0)
         _check_device(self.device)
@@ -222,12 +250,38 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """The inverse of :meth:`to_dict`; unknown keys are an error."""
+        """The inverse of :meth:`to_dict`; unknown keys are an error. A config written before
+        ``precision`` existed (with ``amp``, e.g. a cached run's ``spec.json``) is read as
+        :func:`legacy_config_dict` writes it: ``"fp32"``, unrotated."""
         names = {f.name for f in dataclasses.fields(cls)}
+        if "amp" in d:
+            if "precision" in d:
+                raise ValueError(
+                    f"TrainConfig: amp={d['amp']!r} is the field that precision replaced; give "
+                    f"only precision (one of {PRECISIONS}), got both"
+                )
+            d = {k: v for k, v in d.items() if k != "amp"}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(names)}")
         return cls(**d)
+
+
+def legacy_config_dict(config: TrainConfig) -> dict[str, Any]:
+    """``config.to_dict()`` as a config written before ``precision`` and ``rotation`` existed
+    spelled the same run, so that such runs keep their cache keys and checkpoints: an
+    unrotated ``"fp32"`` config is written with ``amp=True`` (the old default, which trained
+    in float32 on CPU, where every committed result of the CPU profiles was measured) and
+    without the two new fields. Any other precision or rotation keeps its fields, and so
+    differs from every old config. (A run cached on CUDA before then trained under float16
+    autocast and is taken for float32 now: clear such a cache with ``palviz runs --clear``.)"""
+    d = config.to_dict()
+    if d["rotation"] == 0:
+        del d["rotation"]
+    if d["precision"] == "fp32":
+        del d["precision"]
+        d["amp"] = True
+    return d
 
 
 def learning_rate(config: TrainConfig, epoch: int) -> float:
@@ -330,9 +384,44 @@ def _eval_batch_size(device: torch.device) -> int:
     return 1024 if device.type == "cuda" else 256
 
 
+def autocast(device: torch.device, precision: str) -> torch.autocast:
+    """The autocast context of a forward pass in ``precision`` (:data:`PRECISIONS`) on
+    ``device``: disabled for ``"fp32"``, else to bfloat16 or float16."""
+    dtype = _AUTOCAST_DTYPES[precision]
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
+    """The gradient scaler of a step in ``precision``: on for float16 only (bfloat16 has
+    float32's range)."""
+    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+
+
+def _check_precision(device: torch.device, precision: str, name: str) -> None:
+    """``precision`` is one of :data:`PRECISIONS` and ``device`` can autocast to it."""
+    check_choice(name, precision, PRECISIONS)
+    dtype = _AUTOCAST_DTYPES[precision]
+    if dtype is None:
+        return
+    problem = None
+    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        problem = "this GPU has no bfloat16 support"
+    else:
+        try:
+            with warnings.catch_warnings():
+                # torch warns and disables autocast for a dtype the device does not support
+                warnings.simplefilter("error")
+                with torch.autocast(device.type, dtype=dtype):
+                    pass
+        except (RuntimeError, UserWarning) as err:
+            problem = str(err).strip().splitlines()[0]
+    if problem is not None:
+        raise invalid(name, precision, f"a precision {device.type} can autocast to ({problem})")
+
+
 @torch.no_grad()
 def _evaluate(
-    model: nn.Module, batches: BatchIterator, *, amp: bool, keep_outputs: bool
+    model: nn.Module, batches: BatchIterator, *, precision: str, keep_outputs: bool
 ) -> dict[str, Any]:
     """Accuracy (and, with ``keep_outputs``, logits and features) over ``batches``, counted
     on the device."""
@@ -341,7 +430,7 @@ def _evaluate(
     correct = total = None
     logits_all, features_all = [], []
     for xb, yb in batches.epoch(0):
-        with torch.autocast(batches.device.type, enabled=amp):
+        with autocast(batches.device, precision):
             logits, features = model.forward_features(xb)
         k = logits.shape[1]
         hits = yb[logits.argmax(1) == yb]
@@ -374,7 +463,7 @@ def evaluate(
     mean: Any = None,
     std: Any = None,
     device: str | torch.device | None = None,
-    amp: bool = True,
+    precision: str = "fp32",
 ) -> dict[str, Any]:
     """Run ``model`` (a :class:`palviz.models.Classifier`) over ``(x, y)`` in eval mode.
 
@@ -388,7 +477,7 @@ def evaluate(
         mean, std: normalisation, as in training (``TrainConfig.mean`` / ``.std``).
         device: where to run; ``None`` = where the model's parameters are (the model is moved
             otherwise).
-        amp: float16 autocast, on CUDA only.
+        precision: one of :data:`PRECISIONS`, as in training (``TrainConfig.precision``).
 
     Returns:
         ``logits`` ``[N, num_classes]`` and ``features`` ``[N, feat_dim]`` (float32, CPU),
@@ -400,10 +489,11 @@ def evaluate(
         dev = first.device if first is not None else torch.device("cpu")
     else:
         dev = resolve_device(device)
-        model.to(dev)
+    _check_precision(dev, precision, "precision")
+    model.to(dev)
     batch_size = _eval_batch_size(dev) if batch_size is None else batch_size
     batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
-    return _evaluate(model, batches, amp=amp and dev.type == "cuda", keep_outputs=True)
+    return _evaluate(model, batches, precision=precision, keep_outputs=True)
 
 
 def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
@@ -416,7 +506,8 @@ def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> 
             f"of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train without resume"
         )
     saved_config = saved["config"]
-    current = config.to_dict()
+    # a checkpoint written before the precision field existed: compare as it spelled configs
+    current = config.to_dict() if "precision" in saved_config else legacy_config_dict(config)
     changed = sorted(
         k
         for k in set(saved_config) | set(current)
@@ -462,7 +553,6 @@ class _Loop:
     loss_fn: nn.Module
     config: TrainConfig
     device: torch.device
-    use_amp: bool
     channels_last: bool
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
@@ -477,15 +567,14 @@ def _make_loop(
     channels_last: bool,
     cb_weights: torch.Tensor | None,
 ) -> _Loop:
-    """SGD, and a gradient scaler that is active with AMP on CUDA only."""
-    use_amp = config.amp and device.type == "cuda"
+    """SGD, and a gradient scaler that is active with float16 only."""
     sgd = {"momentum": config.momentum, "nesterov": config.nesterov}
     optimizer = torch.optim.SGD(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay, **sgd
     )
-    scaler = torch.amp.GradScaler(device.type, enabled=use_amp)
+    scaler = grad_scaler(device, config.precision)
     weights = None if cb_weights is None else cb_weights.to(device)
-    return _Loop(model, loss_fn, config, device, use_amp, channels_last, optimizer, scaler, weights)
+    return _Loop(model, loss_fn, config, device, channels_last, optimizer, scaler, weights)
 
 
 def _start_epoch(loop: _Loop, epoch: int) -> float:
@@ -514,7 +603,7 @@ def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float
     for xb, yb in batches.epoch(epoch):
         if loop.channels_last:
             xb = xb.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(loop.device.type, enabled=loop.use_amp):
+        with autocast(loop.device, config.precision):
             if getattr(loop.loss_fn, "needs_features", False):  # IB: the penultimate features
                 logits, features = model.forward_features(xb)
                 loss = loop.loss_fn(logits, yb, features=features)
@@ -543,7 +632,7 @@ def _evaluates(config: TrainConfig, epoch: int) -> bool:
 
 def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
     """``test_acc``, ``per_class_acc`` and, for a head with prototypes, their minimum angle."""
-    result = _evaluate(loop.model, batches, amp=loop.use_amp, keep_outputs=False)
+    result = _evaluate(loop.model, batches, precision=loop.config.precision, keep_outputs=False)
     row: dict[str, Any] = {
         "test_acc": result["acc"],
         "per_class_acc": nan_to_none(result["per_class_acc"]),
@@ -680,9 +769,16 @@ def fit(
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs a checkpoint_path")
     cb_weights = _drw_weights(model, loss_fn, config, cls_num_list)
+    if config.rotation > 0 and x.dim() != 4:
+        raise invalid(
+            "TrainConfig.rotation",
+            config.rotation,
+            f"0 for inputs that are not N x C x H x W images (got shape {tuple(x.shape)})",
+        )
+    device = resolve_device(config.device)
+    _check_precision(device, config.precision, "TrainConfig.precision")
 
     # -- 1. device, data, optimiser
-    device = resolve_device(config.device)
     channels_last = config.channels_last and x.dim() == 4
     model.to(device)
     if channels_last:
@@ -691,7 +787,14 @@ def fit(
         loss_fn.to(device)
     stats = {"mean": config.mean, "std": config.std, "device": device}
     train_batches = BatchIterator(
-        x, y, config.batch_size, shuffle=True, augment=config.augment, seed=config.seed, **stats
+        x,
+        y,
+        config.batch_size,
+        shuffle=True,
+        augment=config.augment,
+        rotation=config.rotation,
+        seed=config.seed,
+        **stats,
     )
     test_batches = None
     if test is not None:

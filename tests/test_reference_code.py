@@ -1,0 +1,485 @@
+"""The ``paper`` profile as the reference code trains it: each model's classifier layer
+initialised as its reference does (LDAM-DRW's ``kaiming_normal_``, APL's ``xavier_uniform_``),
+APL's ``RandomRotation(20)`` on CIFAR-100, the training precision as a field of its own, and
+every departure from the reference code in one table (docs/reference.md 9, the README).
+
+Expected values are the reference definitions, computed here: Kaiming-normal (fan-in, gain
+sqrt 2) has std sqrt(2 / fan_in); Xavier-uniform is U(-b, b) with b = sqrt(6 / (fan_in +
+fan_out)), std b / sqrt 3; PyTorch's default ``nn.Linear`` is U(-1 / sqrt(fan_in), ...), std
+1 / sqrt(3 fan_in); the rotation is torchvision's ``rotate`` with its defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms import functional as TF
+
+import palviz
+from palviz import recipes, runcache
+from palviz import train as ptrain
+from palviz.data import BatchIterator, _epoch_generator, rotate_images
+from palviz.heads import CosineHead
+from palviz.losses import CrossEntropyLoss
+from palviz.models import ARCH_REVISIONS, ARCHS, HEAD_INITS, make_model, resnet32
+from palviz.runcache import RunSpec
+from palviz.threads import single_thread
+from palviz.train import PRECISIONS, TrainConfig, evaluate, fit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# arch -> (reference initialisation of its classifier layer, feature width)
+REFERENCE_HEADS = {
+    "resnet32": ("kaiming_normal", 64),  # LDAM-DRW models/resnet_cifar.py, _weights_init
+    "resnet34": ("xavier_uniform", 512),  # APL models.py, ResNet._reset_prams
+    "cnn_mnist": ("xavier_uniform", 128),  # APL models.py, ToyModel._reset_prams
+    "cnn_cifar10": ("xavier_uniform", 256),
+}
+CPU_NETS = ("mlp1d", "cnn1d", "cnn_digits")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One thread: small tensors gain nothing from more, and the machine's cores are shared."""
+    with single_thread():
+        yield
+
+
+def fresh(arch: str, num_classes: int, seed: int = 0, **kw) -> nn.Module:
+    torch.manual_seed(seed)
+    return make_model(arch, num_classes, **kw)
+
+
+def default_linear_std(fan_in: int) -> float:
+    return 1 / math.sqrt(3 * fan_in)  # U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+
+
+# --------------------------------------------------------------------------- initialisation
+
+
+def test_the_archs_with_a_reference_head_init_are_the_published_backbones():
+    assert {a for a in ARCHS if HEAD_INITS[a] is not None} == set(REFERENCE_HEADS)
+    assert {a: HEAD_INITS[a] for a in REFERENCE_HEADS} == {
+        a: init for a, (init, _) in REFERENCE_HEADS.items()
+    }
+
+
+@pytest.mark.parametrize("arch", ["resnet32"])
+def test_resnet32_head_is_kaiming_normal_as_ldam_drw(arch):
+    _, fan_in = REFERENCE_HEADS[arch]
+    # 100 classes: 6,400 weights, so the sample std is within about 1 % of the true one
+    head = fresh(arch, 100).head.fc
+    w = head.weight.detach()
+    expected = math.sqrt(2 / fan_in)  # kaiming_normal_: gain sqrt(2), fan-in
+    assert float(w.std()) == pytest.approx(expected, rel=0.05)
+    assert abs(float(w.mean())) < 0.05 * expected
+    assert float(w.abs().max()) > 2.5 * expected  # a normal, not a uniform, has tails
+    assert float(w.std()) > 2 * default_linear_std(fan_in)  # not PyTorch's default any more
+    bound = 1 / math.sqrt(fan_in)  # the bias keeps nn.Linear's default, as in LDAM-DRW
+    assert float(head.bias.detach().abs().max()) <= bound
+
+
+@pytest.mark.parametrize("arch", ["resnet34", "cnn_mnist", "cnn_cifar10"])
+def test_apl_heads_are_xavier_uniform_as_apl(arch):
+    _, fan_in = REFERENCE_HEADS[arch]
+    num_classes = 100 if arch == "resnet34" else 10
+    head = fresh(arch, num_classes).head.fc
+    w = head.weight.detach()
+    bound = math.sqrt(6 / (fan_in + num_classes))
+    assert float(w.abs().max()) <= bound
+    assert float(w.abs().max()) > 0.97 * bound  # fills U(-b, b) out to its ends
+    assert float(w.std()) == pytest.approx(bound / math.sqrt(3), rel=0.05)
+    assert float(w.std()) > 1.8 * default_linear_std(fan_in)
+    assert float(head.bias.detach().abs().max()) <= 1 / math.sqrt(fan_in)  # nn.Linear's default
+
+
+@pytest.mark.parametrize(("arch", "fan_in", "fan_out"), [("cnn_mnist", 64 * 7 * 7, 128)])
+def test_apl_fully_connected_layer_is_xavier_uniform(arch, fan_in, fan_out):
+    fc1 = next(m for m in fresh(arch, 10).backbone.modules() if isinstance(m, nn.Linear))
+    assert tuple(fc1.weight.shape) == (fan_out, fan_in)
+    bound = math.sqrt(6 / (fan_in + fan_out))
+    w = fc1.weight.detach()
+    assert bound * 0.99 < float(w.abs().max()) <= bound
+    assert float(w.std()) == pytest.approx(bound / math.sqrt(3), rel=0.02)
+
+
+@pytest.mark.parametrize("arch", CPU_NETS)
+def test_the_cpu_sized_nets_keep_pytorchs_default_head(arch):
+    w = fresh(arch, 10).head.fc.weight.detach()
+    fan_in = w.shape[1]
+    assert float(w.abs().max()) <= 1 / math.sqrt(fan_in)
+    assert float(w.std()) == pytest.approx(default_linear_std(fan_in), rel=0.15)
+
+
+def test_a_cosine_head_on_resnet32_is_initialised_as_before():
+    torch.manual_seed(3)
+    resnet32()
+    expected = CosineHead(64, 10).weight.detach()
+    got = fresh("resnet32", 10, seed=3, head="cosine").head.weight.detach()
+    assert torch.equal(got, expected)
+    assert torch.allclose(got.norm(dim=1), torch.ones(10))  # NormedLinear's unit rows
+
+
+def test_every_changed_arch_has_a_new_revision_and_the_others_keep_theirs():
+    for arch in ARCHS:
+        assert ARCH_REVISIONS[arch] == (2 if HEAD_INITS[arch] else 1), arch
+
+
+# --------------------------------------------------------------------------- cache keys
+
+
+def spec(arch: str = "cnn1d", dataset: str = "mnist1d", **train) -> RunSpec:
+    config = TrainConfig(epochs=2, progress=False, **train)
+    return RunSpec(dataset=dataset, arch=arch, loss="ce", train=config)
+
+
+def legacy_key(s: RunSpec) -> str:
+    """The key as palviz computed it before ``precision`` and ``rotation`` existed: the spec
+    without its label, ``train`` with ``amp=True`` and without ``progress``."""
+    payload = s.to_dict()
+    payload.pop("label")
+    train = payload["train"]
+    for name in ("precision", "rotation", "progress"):
+        train.pop(name)
+    train["amp"] = True
+    payload["_version"] = palviz.__version__
+    payload["_schema"] = runcache.CACHE_SCHEMA
+    text = json.dumps(payload, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_an_fp32_unrotated_run_of_an_unchanged_arch_keeps_its_old_key():
+    s = spec()
+    assert s.key() == legacy_key(s)
+
+
+def test_the_changed_archs_get_new_keys(monkeypatch):
+    s = spec("cnn_mnist", "mnist")
+    assert s.key() != legacy_key(s)
+    monkeypatch.setitem(ARCH_REVISIONS, "cnn_mnist", 1)
+    assert s.key() == legacy_key(s)  # the revision is what tells them apart
+
+
+def test_precision_and_rotation_change_the_key():
+    keys = {spec(precision=p).key() for p in PRECISIONS}
+    keys |= {spec("cnn_digits", "digits", rotation=r).key() for r in (0, 20)}
+    assert len(keys) == len(PRECISIONS) + 2
+
+
+def test_precision_round_trips_through_json():
+    for p in PRECISIONS:
+        s = spec(precision=p, rotation=0)
+        back = RunSpec.from_dict(json.loads(json.dumps(s.to_dict())))
+        assert back == s and back.train.precision == p and back.key() == s.key()
+    config = TrainConfig(precision="bf16", rotation=20)
+    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+
+
+@pytest.mark.parametrize("bad", ["fp64", "float32", "", None, 16])
+def test_an_unknown_precision_is_refused_naming_the_field_and_the_choices(bad):
+    with pytest.raises(ValueError) as err:
+        TrainConfig(precision=bad)
+    text = str(err.value)
+    assert "TrainConfig.precision" in text and all(p in text for p in PRECISIONS)
+
+
+def test_a_spec_written_before_the_precision_field_reads_back_as_fp32_with_its_old_key():
+    s = spec()
+    old = s.to_dict()
+    for name in ("precision", "rotation"):
+        del old["train"][name]
+    old["train"]["amp"] = True  # a cached run's spec.json, as it was written then
+    back = RunSpec.from_dict(old)
+    assert back == s and back.train.precision == "fp32" and back.key() == legacy_key(s)
+    with pytest.raises(ValueError, match="amp.*precision replaced.*got both"):
+        TrainConfig.from_dict({"amp": True, "precision": "fp16"})
+
+
+@pytest.mark.parametrize("bad", [-1, 181, float("nan"), "20"])
+def test_a_rotation_outside_0_to_180_degrees_is_refused(bad):
+    with pytest.raises(ValueError, match="TrainConfig.rotation"):
+        TrainConfig(rotation=bad)
+
+
+# --------------------------------------------------------------------------- the rotation
+
+
+def torchvision_rotate(x: torch.Tensor, angles) -> torch.Tensor:
+    return torch.stack(
+        [
+            TF.rotate(img, float(a), interpolation=InterpolationMode.NEAREST, fill=0)
+            for img, a in zip(x, angles, strict=True)
+        ]
+    )
+
+
+@pytest.mark.parametrize(("h", "w"), [(32, 32), (28, 28), (20, 33)])
+def test_rotate_images_equals_torchvision_rotate_pixel_for_pixel(h, w):
+    g = torch.Generator().manual_seed(h * w)
+    x = torch.randint(0, 256, (48, 3, h, w), dtype=torch.uint8, generator=g)
+    angles = torch.cat(
+        [
+            torch.tensor([0.0, 90.0, -90.0, 20.0, -20.0, 45.0]),
+            (torch.rand(42, generator=g) - 0.5) * 40,
+        ]
+    )
+    got = rotate_images(x, angles)
+    assert got.dtype == torch.uint8
+    assert torch.equal(got, torchvision_rotate(x, angles))
+    assert torch.equal(rotate_images(x[:1], [0.0]), x[:1])  # 0 degrees: the image itself
+    floats = x[:6].float() / 255
+    assert torch.equal(rotate_images(floats, angles[:6]), torchvision_rotate(floats, angles[:6]))
+
+
+def test_rotate_images_turns_counter_clockwise_about_the_centre_filling_with_zeros():
+    x = torch.zeros(1, 1, 5, 5, dtype=torch.uint8)
+    x[0, 0, 0, 2] = 255  # the top-centre pixel
+    turned = rotate_images(x, [90.0])[0, 0]
+    assert turned[2, 0] == 255 and turned.sum() == 255  # top-centre -> left-centre
+    corner = rotate_images(torch.full((1, 1, 8, 8), 7, dtype=torch.uint8), [45.0])[0, 0]
+    assert corner[0, 0] == 0 and corner[4, 4] == 7  # corners come from outside: fill 0
+
+
+def test_rotate_images_checks_its_arguments():
+    with pytest.raises(ValueError, match="N x C x H x W"):
+        rotate_images(torch.zeros(3, 8, 8), [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="one angle per image"):
+        rotate_images(torch.zeros(2, 1, 8, 8), [0.0])
+
+
+def test_the_batches_are_cropped_flipped_then_rotated_as_apl_transforms_them():
+    """Each training image is ``RandomCrop(32, padding=4)``, ``RandomHorizontalFlip``,
+    ``RandomRotation(20)`` in that order: rebuilt here with torchvision's functions from the
+    epoch's draws (in palviz's order: permutation, offsets, flips, angles)."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 256, (20, 3, 32, 32), dtype=torch.uint8, generator=g)
+    y = torch.arange(20) % 10
+    it = BatchIterator(x, y, 8, augment=True, rotation=20, seed=5, device="cpu")
+    batches = list(it.epoch(3))
+    gen = _epoch_generator(5, 3)
+    order = torch.randperm(20, generator=gen)
+    offsets = torch.randint(0, 9, (20, 2), generator=gen)
+    flips = torch.rand(20, generator=gen) < 0.5
+    angles = (torch.rand(20, generator=gen) * 2 - 1) * 20
+    assert float(angles.abs().max()) <= 20
+    expected = []
+    for i, j in enumerate(order.tolist()):
+        img = TF.crop(F.pad(x[j], (4, 4, 4, 4)), int(offsets[i, 0]), int(offsets[i, 1]), 32, 32)
+        img = TF.hflip(img) if flips[i] else img
+        expected.append(torchvision_rotate(img[None], [angles[i]])[0])
+    got = torch.cat([xb for xb, _ in batches])
+    assert torch.equal(got, torch.stack(expected).float() / 255)
+    assert torch.equal(torch.cat([yb for _, yb in batches]), y[order])
+
+
+def test_rotation_zero_leaves_every_other_draw_as_it_was():
+    x = torch.randint(0, 256, (16, 3, 32, 32), dtype=torch.uint8)
+    y = torch.arange(16) % 4
+    plain = BatchIterator(x, y, 16, augment=True, seed=2, device="cpu")
+    rotated = BatchIterator(x, y, 16, augment=True, rotation=20, seed=2, device="cpu")
+    (a, _), (b, _) = next(iter(plain.epoch(0))), next(iter(rotated.epoch(0)))
+    assert not torch.equal(a, b)
+    # the same crops and flips, then the rotation: rotating the plain batch with the angles
+    # drawn after them gives the rotated batch
+    gen = _epoch_generator(2, 0)
+    torch.randperm(16, generator=gen), torch.randint(0, 9, (16, 2), generator=gen)
+    torch.rand(16, generator=gen)
+    angles = (torch.rand(16, generator=gen) * 2 - 1) * 20
+    assert torch.equal(rotate_images((a * 255).round().to(torch.uint8), angles).float() / 255, b)
+
+
+def test_the_paper_profile_rotates_cifar100_with_noisy_labels_only():
+    def rotation(dataset: str) -> float:
+        return recipes.noisy_spec("CE", 0.4, profile="paper", dataset=dataset).train.rotation
+
+    assert rotation("cifar100") == 20.0
+    assert rotation("cifar10") == 0.0 and rotation("mnist") == 0.0
+    for dataset in ("cifar10", "cifar100"):
+        assert recipes.lt_spec("CE", profile="paper", dataset=dataset).train.rotation == 0.0
+
+
+def test_the_paper_noise_runs_normalise_cifar_with_apls_statistics():
+    # Active-Passive-Losses dataset.py: CIFAR_MEAN / CIFAR_STD of its cifar10 and cifar100
+    apl = {
+        "cifar10": ((0.49139968, 0.48215827, 0.44653124), (0.24703233, 0.24348505, 0.26158768)),
+        "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+        "mnist": ((0.1307,), (0.3081,)),
+    }
+    for dataset, (mean, std) in apl.items():
+        config = recipes.noisy_spec("CE", 0.2, profile="paper", dataset=dataset).train
+        assert config.mean == mean and config.std == std, dataset
+    ldam = ((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010))  # LDAM-DRW, both CIFARs
+    for dataset in ("cifar10", "cifar100"):
+        config = recipes.lt_spec("CE", profile="paper", dataset=dataset).train
+        assert (config.mean, config.std) == ldam
+
+
+def test_fit_refuses_a_rotation_of_inputs_that_are_not_images():
+    net = fresh("mlp1d", 4)
+    with pytest.raises(ValueError, match="TrainConfig.rotation"):
+        fit(net, CrossEntropyLoss(), (torch.randn(8, 40), torch.arange(8) % 4),
+            config=TrainConfig(epochs=1, rotation=10, progress=False, device="cpu"))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- precision
+
+
+def test_every_paper_run_trains_in_float32_as_both_references_do():
+    assert recipes.PAPER_PRECISION == "fp32"
+    specs = recipes.lt_grid(profile="paper", methods=("CE", "LDAM-DRW"))
+    specs += [
+        recipes.noisy_spec("CE", 0.4, profile="paper", dataset=d)
+        for d in ("mnist", "cifar10", "cifar100")
+    ]
+    assert {s.train.precision for s in specs} == {"fp32"}
+
+
+def tiny_data() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(64, 40, generator=g), torch.arange(64) % 4
+
+
+def tiny_config(precision: str) -> TrainConfig:
+    return TrainConfig(
+        epochs=1, batch_size=16, lr=0.05, schedule="constant", precision=precision,
+        device="cpu", progress=False,
+    )  # fmt: skip
+
+
+def tiny_fit(precision: str, tmp_path: Path):
+    """One epoch of the 1-D MLP on CPU, recording the dtype of its first layer's output."""
+    net = fresh("mlp1d", 4)
+    seen = []
+    first = next(m for m in net.modules() if isinstance(m, nn.Linear))
+    first.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    data = tiny_data()
+    config = tiny_config(precision)
+    record = fit(net, CrossEntropyLoss(), data, data, config, checkpoint_path=tmp_path / "c.pt")
+    return net, record, set(seen)
+
+
+@pytest.mark.parametrize(
+    ("precision", "dtype"),
+    [("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)],
+)
+def test_each_precision_trains_a_step_on_the_cpu_in_its_dtype(precision, dtype, tmp_path):
+    before = fresh("mlp1d", 4).state_dict()
+    net, record, seen = tiny_fit(precision, tmp_path)
+    assert seen == {dtype}  # training and evaluation alike
+    assert math.isfinite(record.final["train_loss"]) and record.last_acc is not None
+    assert any(not torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert all(p.dtype == torch.float32 for p in net.parameters())  # float32 master weights
+    scaler = torch.load(tmp_path / "c.pt", weights_only=True)["scaler"]
+    assert bool(scaler) == (precision == "fp16")  # a gradient scaler for float16 only
+
+
+def test_evaluate_takes_the_precision_too():
+    net = fresh("mlp1d", 4).eval()
+    x, y = torch.randn(32, 40), torch.arange(32) % 4
+    full = evaluate(net, x, y, device="cpu")["logits"]
+    half = evaluate(net, x, y, device="cpu", precision="bf16")["logits"]
+    assert full.dtype == half.dtype == torch.float32
+    assert not torch.equal(full, half) and torch.allclose(full, half, atol=0.1)
+    with pytest.raises(ValueError, match="precision"):
+        evaluate(net, x, y, device="cpu", precision="half")
+
+
+def test_a_device_that_cannot_autocast_to_the_dtype_is_refused_before_training(monkeypatch):
+    real = torch.autocast
+
+    def unsupported(device_type, dtype=None, enabled=True, **kw):
+        if enabled and dtype == torch.float16:
+            # what torch does when a device does not support the dtype
+            warnings.warn(
+                "In CPU autocast, but the target dtype is not supported.", UserWarning, stacklevel=2
+            )
+            return real(device_type, dtype=dtype, enabled=False)
+        return real(device_type, dtype=dtype, enabled=enabled, **kw)
+
+    monkeypatch.setattr(torch, "autocast", unsupported)
+    net = fresh("mlp1d", 4)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    config = TrainConfig(epochs=1, precision="fp16", device="cpu", progress=False)
+    with pytest.raises(ValueError, match=r"TrainConfig.precision.*cpu.*not supported.*'fp16'"):
+        fit(net, CrossEntropyLoss(), (torch.randn(8, 40), torch.arange(8) % 4), config=config)
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+
+
+def test_a_checkpoint_written_before_the_precision_field_resumes_as_fp32(tmp_path):
+    _, first, _ = tiny_fit("fp32", tmp_path)
+    path = tmp_path / "c.pt"
+    state = torch.load(path, weights_only=True)
+    legacy = {k: v for k, v in state["config"].items() if k not in ("precision", "rotation")}
+    torch.save({**state, "config": {**legacy, "amp": True}}, path)  # as it was written then
+    data = tiny_data()
+    config = tiny_config("fp32")
+    record = fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, data, config,
+                 checkpoint_path=path, resume=True)  # fmt: skip
+    assert record.history == first.history  # read back: the finished epoch, nothing trained
+    for precision in ("bf16", "fp16"):  # another precision is another run
+        with pytest.raises(ValueError, match=f"precision: None -> '{precision}'"):
+            fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, None,
+                dataclasses.replace(config, precision=precision), checkpoint_path=path,
+                resume=True)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- departures
+
+
+def test_docs_and_readme_hold_the_declared_departures():
+    assert recipes.write_departures(ROOT, check=True), (
+        "docs/reference.md 9 or the README's departures are stale: run "
+        "`python -c 'from palviz.recipes import write_departures; write_departures()'`"
+    )
+
+
+def test_the_departures_table_lists_every_declared_departure_with_its_section():
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    table = recipes.departures_markdown(reference)
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(recipes.DEPARTURES)
+    for row, d in zip(rows, recipes.DEPARTURES, strict=True):
+        assert (
+            row.startswith(f"| {d.topic} |")
+            and f"[{d.section}](#{d.section.replace('.', '')}" in row
+        )
+    topics = {d.topic for d in recipes.DEPARTURES}
+    assert {"Precision", "Model selection", "Label noise"} <= topics
+    with pytest.raises(ValueError, match="no section numbered '42'"):
+        recipes._section_anchor(reference, "42")
+
+
+def test_write_departures_rewrites_a_stale_block(tmp_path):
+    (tmp_path / "docs").mkdir()
+    start, end = recipes._DEPARTURES_MARKERS
+    text = f"## 1. One\n\n## 2. Losses\n\n## 5. Five\n\n## 6. Six\n\n{start}\nold\n{end}\n"
+    for section in ("2.1", "2.2", "3", "4", "6.1", "6.2"):
+        text += f"\n### {section} Part\n"
+    (tmp_path / "docs" / "reference.md").write_text(text)
+    (tmp_path / "README.md").write_text(f"intro\n{start}\n{end}\nrest\n")
+    assert not recipes.write_departures(tmp_path, check=True)
+    assert "old" in (tmp_path / "docs" / "reference.md").read_text()  # check writes nothing
+    assert recipes.write_departures(tmp_path)
+    assert recipes.write_departures(tmp_path, check=True)
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.startswith("intro\n") and readme.endswith(f"{end}\nrest\n")
+    assert "(docs/reference.md#62-part)" in readme
+    (tmp_path / "README.md").write_text("no markers\n")
+    with pytest.raises(ValueError, match="README.md has no block"):
+        recipes.write_departures(tmp_path)
+
+
+def test_the_train_module_keeps_one_list_of_precisions():
+    assert ptrain.PRECISIONS == tuple(ptrain._AUTOCAST_DTYPES)
+    assert TrainConfig().precision == "fp32"
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    assert "amp" not in names and {"precision", "rotation"} <= names
