@@ -970,14 +970,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """Print the method tables of the loss registry, or write them into docs/reference.md."""
-    from palviz import methods
+    """Print the method tables of the loss registry, or write them (and the departures from
+    the reference code, :data:`palviz.recipes.DEPARTURES`) into docs/reference.md and the
+    README."""
+    from palviz import methods, recipes
 
     if args.write_docs:
         path = project_root() / "docs" / "reference.md"
         up_to_date = methods.write_method_tables(path, check=True)
         methods.write_method_tables(path)
         print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
+        current = recipes.write_departures(check=True)
+        recipes.write_departures()
+        print(
+            f"departures: {'already up to date' if current else 'rewritten'} in {path}, README.md"
+        )
         return 0
     for task in (args.task,) if args.task else methods.TASKS:
         print(f"{task} methods (palviz.methods):\n")

@@ -881,7 +881,10 @@ DEPARTURES: tuple[Departure, ...] = (
 )
 
 
-_DEPARTURES_MARKERS = ("<!-- departures (palviz.recipes.DEPARTURES) -->", "<!-- end departures -->")
+_DEPARTURES_MARKERS = (
+    "<!-- departures (palviz.recipes.DEPARTURES; palviz methods --write-docs) -->",
+    "<!-- end departures -->",
+)
 
 
 def _section_anchor(reference_text: str, section: str) -> str:

@@ -438,7 +438,7 @@ def test_a_checkpoint_written_before_the_precision_field_resumes_as_fp32(tmp_pat
 def test_docs_and_readme_hold_the_declared_departures():
     assert recipes.write_departures(ROOT, check=True), (
         "docs/reference.md 9 or the README's departures are stale: run "
-        "`python -c 'from palviz.recipes import write_departures; write_departures()'`"
+        "`palviz methods --write-docs`"
     )
 
 
