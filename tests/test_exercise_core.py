@@ -2,7 +2,14 @@
 
 import numpy as np
 
-from palviz.exercises import Exercise, compare_array, compare_number, read_choice
+from palviz.exercises import (
+    Exercise,
+    call_student,
+    compare_array,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 
 
 def test_compare_number_names_sign_factor_percent_and_type():
@@ -44,3 +51,22 @@ def test_an_exercise_reports_the_blank_a_wrong_answer_and_a_raising_function():
     raised = q.check(lambda: 1 / 0)
     assert not raised and "ZeroDivisionError" in str(raised)
     assert "Not yet." in raised._repr_markdown_()
+
+
+def test_a_write_this_function_exercise_names_a_non_function_and_the_call_that_failed():
+    def judge(fn):
+        problem = not_a_function(fn, "def double(x): ...; answer = double")
+        if problem is not None:
+            return problem
+        for x in (1, 0):
+            problem = compare_number(call_student(f"double({x})", fn, x), 2.0 * x, name="out")
+            if problem is not None:
+                return problem
+        return None
+
+    q = Exercise("00.q2", "x", judge, "hint", "answer = double")
+    assert str(q.check(lambda x: 2 * x)).startswith("Right.")
+    told = str(q.check(3))
+    assert "answer should be your function (def double(x): ...; answer = double), got int" in told
+    told = str(q.check(lambda x: 2 / x))  # right at 1, fails at 0
+    assert "double(0) raised ZeroDivisionError: division by zero" in told

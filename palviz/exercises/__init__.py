@@ -5,9 +5,21 @@
 from palviz.exercises.core import (
     Exercise,
     Feedback,
+    StudentCallFailed,
+    call_student,
     compare_array,
     compare_number,
+    not_a_function,
     read_choice,
 )
 
-__all__ = ["Exercise", "Feedback", "compare_array", "compare_number", "read_choice"]
+__all__ = [
+    "Exercise",
+    "Feedback",
+    "StudentCallFailed",
+    "call_student",
+    "compare_array",
+    "compare_number",
+    "not_a_function",
+    "read_choice",
+]

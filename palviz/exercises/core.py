@@ -80,6 +80,8 @@ class Exercise:
             return Feedback(False, f"Replace `...` with your answer. Hint: {self.hint_text}", False)
         try:
             problem = self.judge(answer)
+        except StudentCallFailed as failed:  # raised by call_student: it names the call
+            problem = str(failed)
         except Exception as error:  # the student's function failed: say how, don't raise
             problem = f"calling your answer raised {type(error).__name__}: {error}"
         if problem is None:
@@ -95,6 +97,28 @@ class Exercise:
         """One solution (code), printed and returned."""
         print(self.solution_text)
         return self.solution_text
+
+
+class StudentCallFailed(Exception):
+    """A student's function raised on one call of a "write this function" exercise; the
+    message names the call and the error (:meth:`Exercise.check` reports it)."""
+
+
+def not_a_function(answer: Any, usage: str) -> str | None:
+    """``None`` if ``answer`` can be called; else the message of a "write this function"
+    exercise given something else, with ``usage`` (how the cell defines and hands it over)."""
+    if callable(answer):
+        return None
+    return f"answer should be your function ({usage}), got {type(answer).__name__}"
+
+
+def call_student(call: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; if the student's ``fn`` raises, :class:`StudentCallFailed`
+    says ``<call> raised <error>``, which :meth:`Exercise.check` turns into its feedback."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as error:
+        raise StudentCallFailed(f"{call} raised {type(error).__name__}: {error}") from error
 
 
 def compare_number(

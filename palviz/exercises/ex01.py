@@ -20,7 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from palviz.exercises.core import Exercise, compare_array, compare_number, read_choice
+from palviz.exercises.core import (
+    Exercise,
+    call_student,
+    compare_array,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.heads import simplex_prototypes
 from palviz.metrics import min_prototype_angle, prototype_cosines
 
@@ -79,16 +86,11 @@ q1 = Exercise(
 
 # --- q2 -----------------------------------------------------------------------------------------
 def _judge_q2(simplex: Any) -> str | None:
-    if not callable(simplex):
-        return (
-            f"answer should be your function (def simplex(k): ...; answer = simplex), got "
-            f"{type(simplex).__name__}"
-        )
+    problem = not_a_function(simplex, "def simplex(k): ...; answer = simplex")
+    if problem is not None:
+        return problem
     for k in Q2_KS:
-        try:
-            out = simplex(k)
-        except Exception as error:
-            return f"simplex({k}) raised {type(error).__name__}: {error}"
+        out = call_student(f"simplex({k})", simplex, k)
         try:
             if hasattr(out, "detach"):
                 out = out.detach().cpu().numpy()

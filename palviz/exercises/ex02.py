@@ -21,7 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from palviz.exercises.core import Exercise, compare_number, read_choice
+from palviz.exercises.core import (
+    Exercise,
+    call_student,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.heads import simplex_prototypes
 from palviz.layer_peeled import minority_collapse_sweep
 from palviz.metrics import mean_pairwise_cosine, sample_margins
@@ -97,11 +103,9 @@ def _variants(W: np.ndarray, classes: list[int]) -> dict[str, float]:
 
 
 def _judge_q2(mean_cosine: Any) -> str | None:
-    if not callable(mean_cosine):
-        return (
-            "answer should be your function (def mean_cosine(W, classes): ...; "
-            f"answer = mean_cosine), got {type(mean_cosine).__name__}"
-        )
+    problem = not_a_function(mean_cosine, "def mean_cosine(W, classes): ...; answer = mean_cosine")
+    if problem is not None:
+        return problem
     sweep = _sweep()
     k_major, K = SWEEP["k_major"], SWEEP["k_major"] + SWEEP["k_minor"]
     groups = {"majority": list(range(k_major)), "minority": list(range(k_major, K))}
@@ -110,10 +114,7 @@ def _judge_q2(mean_cosine: Any) -> str | None:
         W = np.array(sweep["W"][i])
         for label, classes in groups.items():
             call = f"mean_cosine(W at R = {R:g}, {label} classes {classes})"
-            try:
-                value = mean_cosine(W.copy(), list(classes))
-            except Exception as error:
-                return f"{call} raised {type(error).__name__}: {error}"
+            value = call_student(call, mean_cosine, W.copy(), list(classes))
             shape = np.shape(value) if hasattr(value, "shape") else None
             if shape is not None and int(np.prod(shape)) != 1:
                 return f"{call} should return one number, got an array of shape {tuple(shape)}"

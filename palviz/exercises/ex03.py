@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 from palviz.data import long_tail_counts
-from palviz.exercises.core import Exercise, compare_array, compare_number, read_choice
+from palviz.exercises.core import (
+    Exercise,
+    call_student,
+    compare_array,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.metrics import mean_confidence_per_class, per_class_accuracy, shot_groups
 
 __all__ = ["demo_logits", "q1", "q2", "q3", "q4"]
@@ -115,19 +122,16 @@ def _slips(z: np.ndarray, y: np.ndarray, k: int) -> dict[str, np.ndarray]:
 
 
 def _judge_q2(confidence_per_class: Any) -> str | None:
-    if not callable(confidence_per_class):
-        return (
-            "answer should be your function (def confidence_per_class(logits, targets, "
-            f"num_classes): ...), got {type(confidence_per_class).__name__}"
-        )
+    problem = not_a_function(
+        confidence_per_class, "def confidence_per_class(logits, targets, num_classes): ..."
+    )
+    if problem is not None:
+        return problem
     for k, n, scale in ((5, 400, 1.0), (10, 1000, 3.0)):
         z, y = demo_logits(k, n, seed=k)
         z = scale * z
         call = f"confidence_per_class(logits [{n}, {k}] x {scale:g}, targets, {k})"
-        try:
-            out = confidence_per_class(z.copy(), y.copy(), k)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, confidence_per_class, z.copy(), y.copy(), k)
         expected = mean_confidence_per_class(z, y, k)
         problem = compare_array(out, expected, name=call, rtol=1e-6, atol=1e-9)
         if problem is None:

@@ -18,7 +18,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from palviz.exercises.core import Exercise, compare_number, read_choice
+from palviz.exercises.core import (
+    Exercise,
+    call_student,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.theory import (
     fnpal_max_confidence,
     lipschitz_normalized_unanchored_lower_bound,
@@ -86,17 +92,12 @@ q1 = Exercise(
 
 # --- q2 -----------------------------------------------------------------------------------------
 def _judge_q2(lambda_pal: Any) -> str | None:
-    if not callable(lambda_pal):
-        return (
-            "answer should be your function (def lambda_pal(k, B): ...; answer = lambda_pal), "
-            f"got {type(lambda_pal).__name__}"
-        )
+    problem = not_a_function(lambda_pal, "def lambda_pal(k, B): ...; answer = lambda_pal")
+    if problem is not None:
+        return problem
     for k, B in Q2_CASES:
         call = f"lambda_pal({k}, {B:g})"
-        try:
-            value = lambda_pal(k, B)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        value = call_student(call, lambda_pal, k, B)
         expected = lipschitz_pal(k, B)
         problem = compare_number(value, expected, name=call, rtol=1e-6)
         if problem is None:

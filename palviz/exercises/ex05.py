@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 
 from palviz.data import long_tail_counts
-from palviz.exercises import Exercise, compare_array, compare_number, read_choice
+from palviz.exercises import (
+    Exercise,
+    call_student,
+    compare_array,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.theory import elm_effective_margins, ldam_margins
 
 __all__ = ["q1", "q2", "q3", "q4"]
@@ -104,17 +111,12 @@ q1 = Exercise(
 
 # --- q2 ------------------------------------------------------------------------------------------
 def _judge_q2(fn: Any) -> str | None:
-    if not callable(fn):
-        return (
-            "answer should be your function (def ldam_margins(counts, max_m=0.5): ...; "
-            f"answer = ldam_margins), got {type(fn).__name__}"
-        )
+    problem = not_a_function(fn, "def ldam_margins(counts, max_m=0.5): ...; answer = ldam_margins")
+    if problem is not None:
+        return problem
     for counts, max_m in Q2_CASES:
         call = f"ldam_margins({list(counts)}, max_m={max_m})"
-        try:
-            out = fn(list(counts), max_m=max_m)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, fn, list(counts), max_m=max_m)
         got = _as_array(out)
         if got is None:
             return f"{call} should return an array of numbers, got {type(out).__name__}"

@@ -25,7 +25,13 @@ from scipy import stats
 
 from palviz.claims import paired_difference
 from palviz.data import long_tail_counts
-from palviz.exercises import Exercise, compare_number, read_choice
+from palviz.exercises import (
+    Exercise,
+    call_student,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.losses import class_balanced_weights, inverse_frequency_weights
 from palviz.metrics import SHOT_GROUPS, shot_groups
 
@@ -89,17 +95,14 @@ q1 = Exercise(
 
 # --- q2 ------------------------------------------------------------------------------------------
 def _judge_q2(fn: Any) -> str | None:
-    if not callable(fn):
-        return (
-            "answer should be your function (def my_long_tail_counts(n_max, num_classes, rho): "
-            f"...; answer = my_long_tail_counts), got {type(fn).__name__}"
-        )
+    problem = not_a_function(
+        fn, "def my_long_tail_counts(n_max, num_classes, rho): ...; answer = my_long_tail_counts"
+    )
+    if problem is not None:
+        return problem
     for n_max, C, rho in Q2_CASES:
         call = f"my_long_tail_counts({n_max}, {C}, {rho})"
-        try:
-            out = fn(n_max, C, rho)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, fn, n_max, C, rho)
         try:
             got = [float(x) for x in out]
         except (TypeError, ValueError):
@@ -238,17 +241,12 @@ def _numbers(out: Any, call: str) -> tuple[list[float] | None, str | None]:
 
 
 def _judge_q5(fn: Any) -> str | None:
-    if not callable(fn):
-        return (
-            "answer should be your function (def paired_ci(baseline, method): ...; "
-            f"answer = paired_ci), got {type(fn).__name__}"
-        )
+    problem = not_a_function(fn, "def paired_ci(baseline, method): ...; answer = paired_ci")
+    if problem is not None:
+        return problem
     for baseline, method in Q5_CASES:
         call = f"paired_ci({baseline}, {method})"
-        try:
-            out = fn(list(baseline), list(method))
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, fn, list(baseline), list(method))
         got, problem = _numbers(out, call)
         if problem:
             return problem

@@ -23,7 +23,13 @@ import numpy as np
 
 from palviz.claims import holm
 from palviz.data import add_label_noise
-from palviz.exercises import Exercise, compare_number, read_choice
+from palviz.exercises import (
+    Exercise,
+    call_student,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.metrics import realised_noise_rate
 from palviz.theory import lipschitz_pal, noise_aware_scale
 
@@ -118,17 +124,14 @@ q2 = Exercise(
 
 # --- q3 ------------------------------------------------------------------------------------------
 def _judge_q3(fn: Any) -> str | None:
-    if not callable(fn):
-        return (
-            "answer should be your function (def symmetric_flip_count(n_c, eta): ...; "
-            f"answer = symmetric_flip_count), got {type(fn).__name__}"
-        )
+    problem = not_a_function(
+        fn, "def symmetric_flip_count(n_c, eta): ...; answer = symmetric_flip_count"
+    )
+    if problem is not None:
+        return problem
     for n, eta in Q3_CASES:
         call = f"symmetric_flip_count({n}, {eta})"
-        try:
-            out = fn(n, eta)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, fn, n, eta)
         clean, noisy = _one_class_noise(n, eta)
         expected = int(np.sum(clean != noisy))
         if isinstance(out, bool) or not isinstance(out, int | np.integer):

@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from palviz.exercises import Exercise, compare_array, compare_number, read_choice
+from palviz.exercises import (
+    Exercise,
+    call_student,
+    compare_array,
+    compare_number,
+    not_a_function,
+    read_choice,
+)
 from palviz.heads import AnchoredHead, CosineHead, simplex_prototypes
 from palviz.metrics import feature_norms_per_class, min_prototype_angle
 
@@ -127,17 +134,16 @@ q2 = Exercise(
 
 # --- q3 ------------------------------------------------------------------------------------------
 def _judge_q3(fn: Any) -> str | None:
-    if not callable(fn):
-        return (
-            "answer should be your function (def feature_norms_per_class(features, targets, "
-            f"num_classes): ...; answer = feature_norms_per_class), got {type(fn).__name__}"
-        )
+    problem = not_a_function(
+        fn,
+        "def feature_norms_per_class(features, targets, num_classes): ...; "
+        "answer = feature_norms_per_class",
+    )
+    if problem is not None:
+        return problem
     for F, y, k in _q3_cases():
         call = f"feature_norms_per_class(<{F.shape[0]} x {F.shape[1]} features>, targets, {k})"
-        try:
-            out = fn(F.copy(), y.copy(), k)
-        except Exception as error:
-            return f"{call} raised {type(error).__name__}: {error}"
+        out = call_student(call, fn, F.copy(), y.copy(), k)
         expected = feature_norms_per_class(F, y, k)
         problem = compare_array(out, expected, name=call, rtol=1e-5, atol=1e-8)
         if problem is None:
