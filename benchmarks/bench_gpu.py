@@ -9,8 +9,8 @@ Usage, on a CUDA machine::
     python benchmarks/bench_gpu.py --archs resnet32 --runs-per-gpu 1 4 --out FILE
 
 Every network of the ``paper`` profile (ResNet-32 on CIFAR-shaped data, ResNet-34 with 100
-classes, the CIFAR-10 and the MNIST CNN: :func:`palviz.estimate.benchmark_cases`) is timed
-training on random images of its dataset's shape and class count, as many as its training
+classes, the CIFAR-10 and the MNIST CNN: :func:`palviz.experiments.estimate.benchmark_cases`) is
+timed training on random images of its dataset's shape and class count, as many as its training
 split holds (so that the memory per run counts them as a run's does), kept on the GPU as
 ``uint8`` and drawn by :class:`palviz.data.BatchIterator` with the run's augmentation and
 normalisation, at batch 128, with SGD as :func:`palviz.train.fit` does it: in each precision
@@ -21,8 +21,8 @@ and with 1, 2, 4 and 8 runs training on the GPU at once (each its own process, a
 A configuration's runs each build their model and data and take the warm-up steps (not
 timed), then start their timed steps together; each times them with
 ``torch.cuda.synchronize()`` and ``time.perf_counter()`` and reports its peak
-``torch.cuda.max_memory_allocated()``. The JSON (schema: :mod:`palviz.estimate`) holds per
-``(arch, precision, channels_last, runs_per_gpu)`` the ms a step (the slowest run's), the
+``torch.cuda.max_memory_allocated()``. The JSON (schema: :mod:`palviz.experiments.estimate`) holds
+per ``(arch, precision, channels_last, runs_per_gpu)`` the ms a step (the slowest run's), the
 images a second of all runs together and the memory per run. The script prints the results
 and ratios measured in this one run (bf16 and fp16 vs fp32, channels_last on vs off, packed
 vs one run); their numbers belong to the machine.
@@ -49,7 +49,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from palviz.data import BatchIterator  # noqa: E402
-from palviz.estimate import (  # noqa: E402
+from palviz.experiments.estimate import (  # noqa: E402
     BENCH_SCHEMA,
     BENCH_VERSION,
     PRECISIONS,

@@ -6,8 +6,8 @@ Usage::
     python benchmarks/quick_budget.py        # then: the seconds per group, from the cache
     python benchmarks/quick_budget.py --profile full
 
-For every run the notebooks ask for (``palviz.plan.experiment`` of each notebook that trains,
-with its default parameters), it reads the run's own ``seconds`` (its training time, one CPU
+For every run the notebooks ask for (``palviz.experiments.plan.experiment`` of each notebook that
+trains, with its default parameters), it reads the run's own ``seconds`` (its training time, one CPU
 thread, as recorded when it trained) from the run cache and sums them per notebook and group
 (06: ``grid``, the orientations, ...; 07: each table, the headline, the s-sweep, ...). A run
 two groups share is counted once, in the first group that asks for it. It prints each
@@ -24,9 +24,9 @@ import argparse
 import json
 import sys
 
+from palviz.experiments.plan import EXPERIMENTS, experiment
+from palviz.experiments.runcache import read_cached
 from palviz.files import figures_dir, resolve_profile
-from palviz.plan import EXPERIMENTS, experiment
-from palviz.runcache import read_cached
 
 
 def budget(profile: str) -> tuple[list[dict], int]:

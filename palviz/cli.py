@@ -24,8 +24,8 @@ and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (s
 ``figures`` only re-renders. Before anything starts it checks the downloaded datasets that the
 planned runs read (:func:`data_refusal`).
 
-``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.plan`, without
-data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
+``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,
+without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
 ``--sbatch`` a script submitting them as one Slurm array; ``train`` trains one line of such a
 file into the cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains
 every missing run of a plan through a local pool, submitit (Slurm) or Dask (see
@@ -34,7 +34,7 @@ docs/cluster.md).
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine). ``report`` copies the profile's result files
 (``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
-rewrites the README's measured block of that profile from them (:mod:`palviz.report`);
+rewrites the README's measured block of that profile from them (:mod:`palviz.experiments.report`);
 ``report --check`` only compares.
 
 Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
@@ -183,10 +183,10 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
 
 def _merge_claims(profile: str):
     """How a notebook's rows of ``profile``'s ``claims.csv``, staged while it ran, join the
-    shared file (:func:`palviz.claims.write_claims` merges them under its lock)."""
+    shared file (:func:`palviz.experiments.claims.write_claims` merges them under its lock)."""
 
     def merge(staged: Path, target: Path) -> None:
-        from palviz.claims import read_claims_file, write_claims
+        from palviz.experiments.claims import read_claims_file, write_claims
 
         write_claims(read_claims_file(staged), profile)
 
@@ -208,7 +208,7 @@ def figure_stage(stem: str) -> Iterator[Path]:
     import shutil
     import socket
 
-    from palviz.locks import pid_alive
+    from palviz.experiments.locks import pid_alive
 
     root = figures_base() / ".staging"
     made = [d for d in (root, *root.parents) if not d.exists()]
@@ -267,7 +267,7 @@ def kernel_config(sockets: Path):
 def figure_jobs(jobs: int | None, n_notebooks: int) -> int:
     """How many notebooks ``figures`` runs at once: ``jobs``, or by default one per CPU core
     up to 2 (the run cache's locks keep two notebooks that ask for the same run from training
-    it twice; :func:`palviz.claims.write_claims` locks ``claims.csv``)."""
+    it twice; :func:`palviz.experiments.claims.write_claims` locks ``claims.csv``)."""
     if jobs is None:
         jobs = min(2, os.cpu_count() or 1)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
@@ -323,15 +323,15 @@ class TrainingTime(float):
 
 
 def train_missing(selected: list[Path], profile: str) -> TrainingTime:
-    """Train the runs that the ``selected`` notebooks will ask for (:func:`palviz.plan.plan`,
-    with the notebooks' default parameters) and the cache lacks, in one pool
-    (:func:`palviz.cluster.run_many`: two processes on a 2-core CPU, one per GPU), before
-    any notebook starts; the notebooks then read the cache. Two notebooks that each trained
-    their own runs side by side would put four training processes on two cores, which was
-    measured slower than one after the other. Returns the seconds it took (0 if nothing was
+    """Train the runs that the ``selected`` notebooks will ask for
+    (:func:`palviz.experiments.plan.plan`, with the notebooks' default parameters) and the cache
+    lacks, in one pool (:func:`palviz.experiments.cluster.run_many`: two processes on a 2-core CPU,
+    one per GPU), before any notebook starts; the notebooks then read the cache. Two notebooks that
+    each trained their own runs side by side would put four training processes on two cores, which
+    was measured slower than one after the other. Returns the seconds it took (0 if nothing was
     missing) as a :class:`TrainingTime`, which also tells how many runs it trained of how
     many planned."""
-    from palviz.cluster import run_many
+    from palviz.experiments.cluster import run_many
 
     planned = planned_runs(selected, profile)
     rows = [r for r in planned if not r["cached"]]
@@ -360,7 +360,7 @@ def timings_record(
     total: float,
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
-    (:mod:`palviz.report` renders it into the README). ``training`` is what
+    (:mod:`palviz.experiments.report` renders it into the README). ``training`` is what
     :func:`train_missing` returned; its run counts are ``None`` when it is a plain number."""
     import datetime
 
@@ -389,7 +389,7 @@ def data_refusal(
     selected: list[Path], profile: str, *, download: bool = False, only: list[str] | None = None
 ) -> str | None:
     """Why ``figures`` cannot start for want of data, or ``None``: the datasets are those the
-    planned runs of the ``selected`` notebooks read (:func:`palviz.plan.plan`, so every
+    planned runs of the ``selected`` notebooks read (:func:`palviz.experiments.plan.plan`, so every
     notebook that trains is covered); a missing one refuses when a run that reads it is not
     cached, and so does a damaged one (:class:`palviz.data.DatasetFileError`, naming the file).
     ``download`` fetches them first; ``only`` (``--only``) goes into the hint."""
@@ -494,7 +494,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
     if getattr(args, "action", None) in ("pack", "unpack"):
-        from palviz import pack
+        from palviz.experiments import pack
 
         try:
             if args.action == "unpack":
@@ -572,7 +572,7 @@ NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from palviz.runcache import check_runs
+    from palviz.experiments.runcache import check_runs
 
     rows = check_runs(fix=args.fix)
     if not rows:
@@ -599,11 +599,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def plan_numbers(only: list[str] | None = None) -> list[str]:
-    """The numbers of the notebooks that train (:data:`palviz.plan.NOTEBOOKS_WITH_RUNS`),
-    or those of them in ``only``; ``only`` may name any lesson of the course
-    (:data:`palviz.syllabus.SYLLABUS`). Needs no notebook file, so ``palviz plan`` works
+    """The numbers of the notebooks that train
+    (:data:`palviz.experiments.plan.NOTEBOOKS_WITH_RUNS`), or those of them in ``only``; ``only``
+    may name any lesson of the course (:data:`palviz.syllabus.SYLLABUS`). Needs no notebook file, so
+    ``palviz plan`` works
     from any folder."""
-    from palviz.plan import NOTEBOOKS_WITH_RUNS
+    from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS
     from palviz.syllabus import SYLLABUS
 
     numbers = {n.zfill(2) for n in only or ()}
@@ -621,10 +622,10 @@ def _planned(args: argparse.Namespace) -> list[dict]:
 
 
 def planned_runs(selected: list[Path] | list[str], profile: str) -> list[dict]:
-    """:func:`palviz.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
+    """:func:`palviz.experiments.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
     numbers), each row with ``cached`` too."""
-    from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
-    from palviz.runcache import is_cached
+    from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
+    from palviz.experiments.runcache import is_cached
 
     names = [p.name if isinstance(p, Path) else str(p) for p in selected]
     numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
@@ -637,8 +638,8 @@ def planned_runs(selected: list[Path] | list[str], profile: str) -> list[dict]:
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from palviz import estimate
     from palviz.checks import check_int
+    from palviz.experiments import estimate
 
     if args.sbatch and not args.jsonl:
         print("palviz plan: --sbatch SCRIPT needs --jsonl FILE (the tasks' specs)", file=sys.stderr)
@@ -690,9 +691,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def write_sbatch_script(script: Path, plan_file: Path, count: int) -> None:
-    """Write :func:`palviz.cluster.sbatch_script` of ``plan_file`` to ``script`` (executable)
+    """Write :func:`palviz.experiments.cluster.sbatch_script` of ``plan_file`` to ``script``
+    (executable)
     and say what it does."""
-    from palviz.cluster import sbatch_script
+    from palviz.experiments.cluster import sbatch_script
     from palviz.files import atomic_write
 
     with atomic_write(script, "w") as handle:
@@ -714,11 +716,12 @@ def read_specs(path: str | os.PathLike) -> list:
 
     Every line is read and checked before this returns: a line that is not JSON (the column
     where it stops being JSON), not an object, or whose spec is not a valid
-    :class:`~palviz.runcache.RunSpec` (the field and its rule) raises ``ValueError`` naming
+    :class:`~palviz.experiments.runcache.RunSpec` (the field and its rule) raises ``ValueError``
+    naming
     the file, the line number and what was expected."""
     import json
 
-    from palviz.runcache import RunSpec
+    from palviz.experiments.runcache import RunSpec
 
     expected = 'a JSON object of RunSpec fields, or one with them under "spec"'
     try:
@@ -751,7 +754,7 @@ def read_specs(path: str | os.PathLike) -> list:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from palviz.runcache import run
+    from palviz.experiments.runcache import run
 
     try:
         specs = read_specs(args.specfile)
@@ -845,7 +848,7 @@ def sweep_option_error(args: argparse.Namespace) -> str | None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from palviz import cluster
+    from palviz.experiments import cluster
 
     problem = sweep_option_error(args)
     if problem:
@@ -879,9 +882,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _submitit_options(args: argparse.Namespace) -> dict:
-    """:func:`palviz.cluster.make_executor`'s options of a submitit sweep; for Slurm the CPUs
-    and GPUs are checked against the partition (:func:`palviz.cluster.slurm_resources`)."""
-    from palviz import cluster
+    """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; for Slurm
+    the CPUs and GPUs are checked against the partition
+    (:func:`palviz.experiments.cluster.slurm_resources`)."""
+    from palviz.experiments import cluster
 
     log_dir = Path(args.log_dir) if args.log_dir else cluster.default_log_dir()
     options = {
@@ -932,7 +936,7 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Copy the profile's result files into docs/results/<profile>/ and rewrite its README
     block from them (for ``quick`` also the gallery); ``--check``: only compare."""
-    from palviz import report
+    from palviz.experiments import report
 
     try:
         if args.check:
@@ -971,9 +975,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_methods(args: argparse.Namespace) -> int:
     """Print the method tables of the loss registry, or write them (and the departures from
-    the reference code, :data:`palviz.recipes.DEPARTURES`) into docs/reference.md and the
-    README."""
-    from palviz import methods, recipes
+    the reference code, :data:`palviz.experiments.recipes.DEPARTURES`) into docs/reference.md
+    and the README."""
+    from palviz.experiments import methods, recipes
 
     if args.write_docs:
         path = project_root() / "docs" / "reference.md"
@@ -987,7 +991,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
         )
         return 0
     for task in (args.task,) if args.task else methods.TASKS:
-        print(f"{task} methods (palviz.methods):\n")
+        print(f"{task} methods (palviz.experiments.methods):\n")
         print(methods.method_table(task))
         print()
     return 0
@@ -1128,8 +1132,8 @@ class _Stop:
 @contextlib.contextmanager
 def _stop_on_signals():
     """While a command runs in the main thread, SIGINT and SIGTERM raise
-    ``KeyboardInterrupt`` (so :func:`palviz.cluster.run_many` cancels its queue and ends its
-    workers) and are passed on to the process groups of the notebook kernels; a second one
+    ``KeyboardInterrupt`` (so :func:`palviz.experiments.cluster.run_many` cancels its queue and
+    ends its workers) and are passed on to the process groups of the notebook kernels; a second one
     kills those. Yields the :class:`_Stop` record."""
     stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
@@ -1153,9 +1157,9 @@ def _stop_on_signals():
 
 
 def _stopped_line(command: str, err: KeyboardInterrupt, signum: int) -> str:
-    """The one line a stopped command prints: a stopped :func:`~palviz.cluster.run_many`
+    """The one line a stopped command prints: a stopped :func:`~palviz.experiments.cluster.run_many`
     says how many runs are cached."""
-    cluster = sys.modules.get("palviz.cluster")  # not imported: nothing trained here
+    cluster = sys.modules.get("palviz.experiments.cluster")  # not imported: nothing trained here
     if cluster is not None and isinstance(err, cluster.RunsInterrupted):
         return f"palviz {command}: {err}"
     name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name

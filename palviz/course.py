@@ -54,6 +54,7 @@ from pathlib import Path
 import nbformat
 
 from palviz.files import PROFILES, atomic_write, project_root, storage_errors, write_json
+from palviz.plots import WIDGET_NOTE
 from palviz.syllabus import (
     NOT_MEASURED,
     STUDY_TIME_NOTE,
@@ -63,7 +64,6 @@ from palviz.syllabus import (
     run_time_text,
     timing_record,
 )
-from palviz.viz import WIDGET_NOTE
 
 __all__ = [
     "Failure",

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from palviz import budget, cli, estimate
-from palviz.plan import plan
+from palviz import cli
+from palviz.experiments import budget, estimate
+from palviz.experiments.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,5 @@
-"""palviz.budget: SGD steps, the papers' budgets, the weight-decay integral, the budget plot."""
+"""palviz.experiments.budget: SGD steps, the papers' budgets, the weight-decay integral, the
+budget plot."""
 
 import math
 
@@ -11,10 +12,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from palviz import budget, tables  # noqa: E402
 from palviz.data import BatchIterator  # noqa: E402
-from palviz.recipes import noisy_spec  # noqa: E402
-from palviz.runcache import RunResult, RunSpec, prepare_data  # noqa: E402
+from palviz.experiments import budget, tables  # noqa: E402
+from palviz.experiments.recipes import noisy_spec  # noqa: E402
+from palviz.experiments.runcache import RunResult, RunSpec, prepare_data  # noqa: E402
 from palviz.train import TrainConfig, learning_rate  # noqa: E402
 
 # ------------------------------------------------------------------------- steps_per_epoch

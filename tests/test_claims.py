@@ -1,4 +1,4 @@
-"""palviz.claims: paired Student-t intervals, verdicts, claim rows and claims.csv."""
+"""palviz.experiments.claims: paired Student-t intervals, verdicts, claim rows and claims.csv."""
 
 import math
 import threading
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from palviz import claims as pc
-from palviz import tables
-from palviz.recipes import lt_spec
-from palviz.runcache import RunResult
+from palviz.experiments import claims as pc
+from palviz.experiments import tables
+from palviz.experiments.recipes import lt_spec
+from palviz.experiments.runcache import RunResult
 
 T_975_4 = 2.7764451051977987  # t_{0.975, 4}, from a table (not from scipy)
 
@@ -225,7 +225,8 @@ def test_evaluate_claims_reads_a_results_frame():
 
 
 def test_evaluate_claims_takes_the_papers_steps_per_setting(frame):
-    """paper_steps may be a function of the claim's where (palviz.budget.paper_steps_for)."""
+    """paper_steps may be a function of the claim's where
+    (palviz.experiments.budget.paper_steps_for)."""
     seen = []
 
     def steps(where):
@@ -375,7 +376,7 @@ def test_evaluate_claims_of_no_runs_says_not_run():
 
 
 def test_the_notebooks_claims_follow_the_profiles_grids():
-    from palviz import recipes
+    from palviz.experiments import recipes
 
     lt = pc.long_tailed_claims(recipes.long_tailed_setup("quick"))
     pairs = {c.family: [] for c in lt}
@@ -404,7 +405,7 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
 
 
 def test_full_reads_fnpn_at_several_s_both_apls_and_a_replication_on_fresh_seeds():
-    from palviz import recipes
+    from palviz.experiments import recipes
 
     setup = recipes.noisy_setup("full")
     noisy = pc.noisy_claims(setup)
@@ -434,7 +435,7 @@ def test_every_noisy_claim_finds_its_runs_among_the_claim_runs(profile):
     sweep's label hid the table's run and the claim read "not run".)"""
     from types import SimpleNamespace
 
-    from palviz import plan, recipes
+    from palviz.experiments import plan, recipes
 
     groups = {
         name: [SimpleNamespace(spec=s, label=s.label) for s in specs]
@@ -645,7 +646,7 @@ def test_every_long_tailed_claim_finds_its_runs_in_the_plan(profile):
     """Notebook 06 reads its claims from all its groups (the replication included): each
     comparison's two labels are planned for each seed it reads (its own seeds, or the
     profile's)."""
-    from palviz import plan, recipes
+    from palviz.experiments import plan, recipes
 
     groups = plan.long_tailed_groups(profile)
     seen = {

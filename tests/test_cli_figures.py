@@ -83,7 +83,7 @@ def test_figures_command_rejects_bad_jobs_before_running_anything(monkeypatch, t
 
 
 def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(monkeypatch):
-    from palviz import cluster, plan, runcache
+    from palviz.experiments import cluster, plan, runcache
 
     rows = [
         {"key": "a", "spec": "spec-a", "notebooks": ["06"]},

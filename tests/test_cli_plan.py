@@ -1,14 +1,15 @@
 """``palviz plan`` names exactly the runs the notebooks ask for: the notebooks' own cells are
 executed up to their ``run_many`` / ``run_grouped`` call, which records the specs instead of
-training, and the keys are compared with :func:`palviz.plan.planned_specs`."""
+training, and the keys are compared with :func:`palviz.experiments.plan.planned_specs`."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from palviz import cli, plan, recipes
+from palviz import cli
 from palviz import experiments as ex
+from palviz.experiments import plan, recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 

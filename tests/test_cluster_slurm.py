@@ -16,9 +16,10 @@ import pytest
 import test_runcache_cluster
 from cluster_support import require_engine
 
-from palviz import cli, cluster
+from palviz import cli
 from palviz import experiments as ex
 from palviz import train as ptrain
+from palviz.experiments import cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,5 @@
-"""The run cache and the named methods (specifications of palviz.runcache and palviz.recipes,
+"""The run cache and the named methods (specifications of palviz.experiments.runcache and
+palviz.experiments.recipes,
 used through the palviz.experiments facade)."""
 
 import json
@@ -8,7 +9,7 @@ import pytest
 
 from palviz import data as pdata
 from palviz import experiments as ex
-from palviz import runcache
+from palviz.experiments import runcache
 from palviz.theory import noise_aware_scale
 
 

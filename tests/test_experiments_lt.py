@@ -1,4 +1,5 @@
-"""Long-tailed tables and feature geometry (palviz.experiments and palviz.viz, notebooks 06, 08)."""
+"""Long-tailed tables and feature geometry (palviz.experiments and palviz.plots, notebooks 06
+and 08)."""
 
 import math
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from palviz import experiments as ex
-from palviz import viz
+from palviz import plots
 
 COUNTS_RHO100 = [939, 562, 337, 202, 121, 72, 43, 26, 15, 9]  # MNIST-1D-LT, rho = 100
 COUNTS_RHO10 = [939, 727, 562, 435, 337, 261, 202, 156, 121, 93]  # no few-shot class
@@ -181,7 +182,9 @@ def test_feature_geometry_of_a_pal_run_keeps_the_simplex(runs):
 
 def test_plot_paired_runs_draws_both_variants_of_each_method():
     fig, ax = plt.subplots()
-    viz.plot_paired_runs(ax, {"CE": ([0.5, 0.6], [0.7, 0.8]), "LDAM": ([0.6], [0.65])}, ylabel="%")
+    plots.plot_paired_runs(
+        ax, {"CE": ([0.5, 0.6], [0.7, 0.8]), "LDAM": ([0.6], [0.65])}, ylabel="%"
+    )
     assert [t.get_text() for t in ax.get_xticklabels()] == ["CE", "LDAM"]
     assert len(ax.collections) == 4
     plt.close(fig)
@@ -189,8 +192,8 @@ def test_plot_paired_runs_draws_both_variants_of_each_method():
 
 def test_save_markdown_writes_next_to_the_figures(tmp_path, monkeypatch):
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path))
-    path = viz.save_markdown("| a |\n", "results", notebook="06_long_tailed", profile="quick")
+    path = plots.save_markdown("| a |\n", "results", notebook="06_long_tailed", profile="quick")
     assert path == tmp_path / "06_long_tailed_results.md"
     assert path.read_text() == "| a |\n"
-    smoke = viz.save_markdown("x", "results", notebook="06_long_tailed", profile="smoke")
+    smoke = plots.save_markdown("x", "results", notebook="06_long_tailed", profile="smoke")
     assert smoke == tmp_path / "smoke" / "06_long_tailed_results.md"

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from palviz import experiments as ex
-from palviz import runcache
+from palviz.experiments import runcache
+from palviz.plots import plot_lines, plot_transition_matrix
 from palviz.theory import noise_aware_scale
-from palviz.viz import plot_lines, plot_transition_matrix
 
 
 @pytest.fixture

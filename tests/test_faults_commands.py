@@ -25,12 +25,13 @@ from pathlib import Path
 import pytest
 from cluster_support import require_engine
 
-from palviz import cli, plan, recipes
+from palviz import cli
 from palviz import experiments as ex
+from palviz.experiments import plan, recipes
+from palviz.experiments.locks import RunLock
+from palviz.experiments.params import SCHEMAS, check_parameters
+from palviz.experiments.runcache import check_runs
 from palviz.files import PROFILES, save_torch
-from palviz.locks import RunLock
-from palviz.params import SCHEMAS, check_parameters
-from palviz.runcache import check_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,7 +198,7 @@ def bad_lines() -> list[tuple[str, str]]:
 def test_palviz_train_names_the_file_line_and_fault_and_trains_nothing(
     line, expected, folders, monkeypatch, capsys
 ):
-    from palviz import runcache
+    from palviz.experiments import runcache
 
     monkeypatch.setattr(runcache, "run", lambda spec: pytest.fail("a run was trained"))
     path = folders / "runs.jsonl"
@@ -333,7 +334,7 @@ def test_the_cell_after_the_parameters_checks_them_before_anything_else(number):
     body = ast.parse(cells[first + 1][1]).body
     assert len(body) >= 2, f"{number}: the cell after the parameters does not check them"
     imported, called = body[:2]
-    assert isinstance(imported, ast.ImportFrom) and imported.module == "palviz.params"
+    assert isinstance(imported, ast.ImportFrom) and imported.module == "palviz.experiments"
     assert [a.name for a in imported.names] == ["check_parameters"]
     assert isinstance(called, ast.Expr) and isinstance(called.value, ast.Call)
     assert getattr(called.value.func, "id", None) == "check_parameters"

@@ -26,8 +26,8 @@ from test_paper_profile import write_cifar10
 from test_paper_toy import write_cifar100, write_mnist
 
 from palviz import cli
-from palviz import datasets as ds
 from palviz.data import DatasetFileError, load_dataset
+from palviz.data import datasets as ds
 
 CIFAR10_BATCHES = "cifar-10-batches-py"
 CIFAR100_FILES = "cifar-100-python"

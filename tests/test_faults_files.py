@@ -22,9 +22,10 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from palviz import cli, course, files, runcache
+from palviz import cli, course, files, plots
 from palviz import experiments as ex
 from palviz.data import stratified_subset
+from palviz.experiments import runcache
 from palviz.files import DiskFullError, ReadOnlyError, StorageError
 
 # ------------------------------------------------------------------ mounts
@@ -138,7 +139,7 @@ def claims_csv(notebook: str, version: int) -> str:
     """``claims.csv`` text with one row of ``notebook`` whose ``claim`` tells ``version``."""
     import pandas as pd
 
-    from palviz.claims import CLAIM_COLUMNS
+    from palviz.experiments.claims import CLAIM_COLUMNS
 
     row = {c: "" for c in CLAIM_COLUMNS}
     row.update(profile="smoke", notebook=notebook, claim=f"claim {version}", n_seeds=1)
@@ -150,7 +151,7 @@ def claims_csv(notebook: str, version: int) -> str:
 def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_marks_it(
     tmp_path, monkeypatch
 ):
-    from palviz.claims import read_claims
+    from palviz.experiments.claims import read_claims
 
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     out = tmp_path / "build" / "smoke"
@@ -333,7 +334,7 @@ def test_pages_on_a_full_disk_are_one_message_and_leave_nothing_half_written(
 def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
     import filelock
 
-    from palviz.locks import RunLock
+    from palviz.experiments.locks import RunLock
 
     (full_disk / ".locks").mkdir()
     fill(full_disk, 0)
@@ -348,7 +349,7 @@ def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
 
 def test_waiting_for_a_run_lock_on_a_full_disk_is_still_waiting(full_disk):
     """filelock's Timeout is an OSError without an errno: not a full disk."""
-    from palviz.locks import RunLock
+    from palviz.experiments.locks import RunLock
 
     owner = RunLock(full_disk, "w" * 16)
     owner.acquire()
@@ -431,13 +432,12 @@ def cheap_umap(features, *, seed=0, n_neighbors=15):
 def test_a_read_only_cache_with_every_run_cached_renders_the_umap_step(
     cached, read_only, tmp_path, monkeypatch
 ):
-    from palviz import viz
 
     source, spec = cached
     runs = read_only(source)
     monkeypatch.setenv("PALVIZ_RUNS", str(runs))
     monkeypatch.setenv("PALVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(viz, "umap_embedding", cheap_umap)
+    monkeypatch.setattr(plots, "umap_embedding", cheap_umap)
     [result] = ex.run_many([spec], desc="08 runs")  # as notebook 08 asks for its runs
     beside, fallback = result.embedding_paths(max_points=300, seed=1)
     assert beside.parent == runs / spec.key()
@@ -448,7 +448,7 @@ def test_a_read_only_cache_with_every_run_cached_renders_the_umap_step(
     np.testing.assert_array_equal(embedding, cheap_umap(arrays["features"][keep], seed=1))
     np.testing.assert_array_equal(labels, arrays["targets"][keep])
     assert not beside.exists() and fallback.exists()
-    monkeypatch.setattr(viz, "umap_embedding", lambda *a, **k: pytest.fail("computed again"))
+    monkeypatch.setattr(plots, "umap_embedding", lambda *a, **k: pytest.fail("computed again"))
     again, again_labels = result.embedding(max_points=300, seed=1)
     np.testing.assert_array_equal(again, embedding)
     np.testing.assert_array_equal(again_labels, labels)
@@ -457,14 +457,13 @@ def test_a_read_only_cache_with_every_run_cached_renders_the_umap_step(
 def test_with_nothing_writable_the_umap_coordinates_are_computed_in_memory_with_a_note(
     cached, read_only, tmp_path, monkeypatch, capsys
 ):
-    from palviz import viz
 
     source, spec = cached
     (tmp_path / "cache").mkdir()
     runs, cache = read_only(source), read_only(tmp_path / "cache")
     monkeypatch.setenv("PALVIZ_RUNS", str(runs))
     monkeypatch.setenv("PALVIZ_CACHE", str(cache))
-    monkeypatch.setattr(viz, "umap_embedding", cheap_umap)
+    monkeypatch.setattr(plots, "umap_embedding", cheap_umap)
     result = runcache.run(spec)
     embedding, labels = result.embedding(max_points=100, seed=0)
     assert embedding.shape == (len(labels), 2)
@@ -478,7 +477,7 @@ def test_with_nothing_writable_the_umap_coordinates_are_computed_in_memory_with_
 def test_a_missing_run_on_a_read_only_cache_is_one_error_naming_it_before_training(
     read_only, tmp_path, monkeypatch, capsys
 ):
-    from palviz import cluster
+    from palviz.experiments import cluster
 
     (tmp_path / "empty").mkdir()
     runs = read_only(tmp_path / "empty")

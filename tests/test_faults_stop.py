@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from palviz import cli, cluster, runcache, workers
+from palviz import cli
 from palviz import experiments as ex
+from palviz.experiments import cluster, runcache, workers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,8 +204,8 @@ def test_sigterm_to_the_command_alone_stops_it_with_status_143(tmp_path):
 
 KILLED_PARENT = """
 import concurrent.futures as cf
-from palviz.cluster import run_many
-from palviz.recipes import lt_spec
+from palviz.experiments.cluster import run_many
+from palviz.experiments.recipes import lt_spec
 
 if __name__ == "__main__":
     short = [lt_spec(m, profile="smoke", epochs=2) for m in ("CE", "Focal")]
@@ -238,7 +239,7 @@ def test_workers_started_from_a_thread_train_and_die_with_a_killed_parent(tmp_pa
 
 WATCHED = """
 import os, sys, time
-from palviz import workers
+from palviz.experiments import workers
 assert "torch" not in sys.modules  # a spawned worker arms this before it imports torch
 if sys.argv[1] == "watchdog":
     sys.platform = "watchdog-only"  # no parent-death signal: only the portable watchdog

@@ -28,7 +28,7 @@ from test_losses import (  # the independent references, shared with test_losses
 )
 from torch import nn
 
-from palviz import methods, plan, recipes, runcache
+from palviz.experiments import methods, plan, recipes, runcache
 from palviz.losses import (
     LOSSES,
     ClassWeightedLoss,

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from palviz import methods, plan, recipes
+from palviz.experiments import methods, plan, recipes
 from palviz.losses import LOSSES, make_loss, registry
 
 ROOT = Path(__file__).resolve().parents[1]

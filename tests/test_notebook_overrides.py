@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from palviz import plan
+from palviz.experiments import plan
 
 papermill = pytest.importorskip("papermill")
 

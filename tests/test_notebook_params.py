@@ -1,7 +1,7 @@
-"""Each notebook's parameters cell is a contract (palviz.params): the cell names the parameters of
-its schema and its comments state their ranges; check_parameters refuses what the schema
-refuses; and every notebook, executed through papermill at smoke size, runs to the end with all
-its parameters at the low edges of their ranges and with all at the high edges, and stops in its
+"""Each notebook's parameters cell is a contract (palviz.experiments.params): the cell names the
+parameters of its schema and its comments state their ranges; check_parameters refuses what the
+schema refuses; and every notebook, executed through papermill at smoke size, runs to the end with
+all its parameters at the low edges of their ranges and with all at the high edges, and stops in its
 first cells, naming the parameter, when one of them has a value of the wrong type.
 
 The notebook runs share one run cache (``$PALVIZ_RUNS`` when set, e.g. ``build/test-runs`` in
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from palviz.checks import ArgumentTypeError
-from palviz.params import SCHEMAS, check_parameters, rule_alternatives
+from palviz.experiments.params import SCHEMAS, check_parameters, rule_alternatives
 
 papermill = pytest.importorskip("papermill")
 
@@ -240,7 +240,7 @@ def test_a_wrong_type_is_reported_before_the_registry_is_imported():
     import sys
 
     code = (
-        "import sys\nfrom palviz.params import check_parameters\n"
+        "import sys\nfrom palviz.experiments.params import check_parameters\n"
         "try:\n    check_parameters('00', PROFILE=None, IMBALANCE_RATIO=100, SEED=0,"
         " METHODS=('CE',), EPOCHS='3', LR=None, WEIGHT_DECAY=None, BATCH_SIZE=None)\n"
         "except TypeError as e:\n    print(e)\nprint('torch' in sys.modules)"

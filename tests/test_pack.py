@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from palviz import cli, pack
+from palviz import cli
+from palviz.experiments import pack
+from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, entry_problem, read_cached, run
 from palviz.files import save_npz
-from palviz.runcache import CACHE_SCHEMA, RunSpec, entry_problem, read_cached, run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from palviz import viz  # noqa: E402
-from palviz.experiment_plots import PAIR_LINE_LABEL  # noqa: E402
+from palviz import plots  # noqa: E402
+from palviz.plots.experiments import PAIR_LINE_LABEL  # noqa: E402
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def _dots(ax, method_index):
 
 def test_sequences_are_joined_by_position_one_line_per_seed(ax):
     pairs = {"CE": ([0.5, 0.6, 0.55], [0.7, 0.65, 0.8]), "LDAM": ([0.6], [0.62])}
-    viz.plot_paired_runs(ax, pairs, ylabel="%", percent=False)
+    plots.plot_paired_runs(ax, pairs, ylabel="%", percent=False)
     for i, (method, (a, b)) in enumerate(pairs.items()):
         lines = _pair_lines(ax, method)
         assert len(lines) == len(a)
@@ -57,7 +57,7 @@ def test_sequences_are_joined_by_position_one_line_per_seed(ax):
 def test_series_are_paired_by_seed_whatever_their_order(ax):
     baseline = pd.Series({0: 0.50, 1: 0.60, 2: 0.55, 7: 0.40})
     method = pd.Series({7: 0.45, 2: 0.70, 0: 0.65, 1: 0.58})  # shuffled index
-    viz.plot_paired_runs(ax, {"CE": (baseline, method)}, ylabel="%")
+    plots.plot_paired_runs(ax, {"CE": (baseline, method)}, ylabel="%")
     lines = _pair_lines(ax, "CE")
     assert len(lines) == 4
     dots_a, dots_b = _dots(ax, 0)
@@ -73,11 +73,13 @@ def test_series_are_paired_by_seed_whatever_their_order(ax):
 
 
 def test_the_legend_says_what_a_line_is(ax):
-    viz.plot_paired_runs(ax, {"CE": ([0.5, 0.6], [0.7, 0.8]), "LDAM": ([0.6], [0.65])}, ylabel="%")
+    plots.plot_paired_runs(
+        ax, {"CE": ([0.5, 0.6], [0.7, 0.8]), "LDAM": ([0.6], [0.65])}, ylabel="%"
+    )
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["without PAL", "with PAL", PAIR_LINE_LABEL]
     assert PAIR_LINE_LABEL == "line: one seed's pair"
-    assert "one seed's pair" in viz.plot_paired_runs.__doc__
+    assert "one seed's pair" in plots.plot_paired_runs.__doc__
     assert len(ax.collections) == 4  # the dots: two scatters per method, as before
 
 
@@ -94,13 +96,13 @@ def test_the_legend_says_what_a_line_is(ax):
 )
 def test_mismatched_seeds_raise_naming_the_argument(ax, a, b, message):
     with pytest.raises(ValueError, match=r"pairs\['LDAM'\]") as error:
-        viz.plot_paired_runs(ax, {"CE": ([0.5], [0.6]), "LDAM": (a, b)}, ylabel="%")
+        plots.plot_paired_runs(ax, {"CE": ([0.5], [0.6]), "LDAM": (a, b)}, ylabel="%")
     assert message in str(error.value)
 
 
 def test_custom_names_appear_in_the_error(ax):
     with pytest.raises(ValueError, match="'CE\\+FNPN'.*2 seeds.*'CE\\+FNPAL' 1"):
-        viz.plot_paired_runs(
+        plots.plot_paired_runs(
             ax,
             {"s = 1": (np.array([0.5, 0.6]), np.array([0.7]))},
             names=("CE+FNPN", "CE+FNPAL"),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from palviz import claims as pc
-from palviz import recipes
+from palviz.experiments import claims as pc
+from palviz.experiments import recipes
 
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 ENTRY = re.compile(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from palviz import budget, recipes
+from palviz.experiments import budget, recipes
 from palviz.files import PROFILES, size_of
 from palviz.train import TrainConfig, learning_rate
 

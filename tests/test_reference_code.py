@@ -25,13 +25,13 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 import palviz
-from palviz import recipes, runcache
 from palviz import train as ptrain
 from palviz.data import BatchIterator, _epoch_generator, rotate_images
+from palviz.experiments import recipes, runcache
+from palviz.experiments.runcache import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
 from palviz.models import ARCH_REVISIONS, ARCHS, HEAD_INITS, make_model, resnet32
-from palviz.runcache import RunSpec
 from palviz.threads import single_thread
 from palviz.train import PRECISIONS, TrainConfig, evaluate, fit
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from palviz import cli, report
+from palviz import cli
+from palviz.experiments import report
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ("quick", "full")  # the profiles the README has a measured block for
@@ -29,8 +30,8 @@ def _readme_with_markers(root: Path, profiles=MEASURED) -> Path:
 
 
 def _claims_csv(figures: Path, monkeypatch) -> Path:
-    """A claims.csv of one paired claim over three seeds, written by palviz.claims."""
-    from palviz import claims
+    """A claims.csv of one paired claim over three seeds, written by palviz.experiments.claims."""
+    from palviz.experiments import claims
 
     monkeypatch.setenv("PALVIZ_FIGURES", str(figures))
     frame = pd.DataFrame(
@@ -159,7 +160,7 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
     text = (project / "README.md").read_text()
     block = _block(text, "full")
 
-    from palviz.claims import claims_markdown, read_claims_file
+    from palviz.experiments.claims import claims_markdown, read_claims_file
 
     table = claims_markdown(read_claims_file(target / "claims.csv")).rstrip("\n")
     assert table in block
@@ -402,7 +403,7 @@ def test_a_warm_run_is_recorded_as_warm_and_a_failed_run_writes_no_record(monkey
 
 
 def test_train_missing_counts_what_it_trained_of_what_was_planned(monkeypatch):
-    from palviz import cluster
+    from palviz.experiments import cluster
 
     rows = [{"spec": "a", "cached": True, "notebooks": ["06"]}]
     rows.append({"spec": "b", "cached": False, "notebooks": ["06"]})

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from cluster_support import require_engine
 
-from palviz import cli, cluster, locks, workers
+from palviz import cli
 from palviz import experiments as ex
-from palviz.runcache import RunSpec, check_runs
+from palviz.experiments import cluster, locks, workers
+from palviz.experiments.runcache import RunSpec, check_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from palviz import cli, runcache
+from palviz import cli
 from palviz import experiments as ex
-from palviz.runcache import RunSpec
+from palviz.experiments import runcache
+from palviz.experiments.runcache import RunSpec
 from palviz.train import TrainConfig
 
 #: A valid spec's fields: LDAM on an anchored head.
@@ -139,7 +140,7 @@ def test_a_bad_spec_never_reaches_the_run_cache(runs):
 
 
 def test_every_planned_spec_is_valid_and_round_trips():
-    from palviz import plan
+    from palviz.experiments import plan
 
     for profile in ("smoke", "paper"):
         for number in plan.NOTEBOOKS_WITH_RUNS:

@@ -1,12 +1,12 @@
-"""results_frame, the one frame every table of palviz.tables is a group-by of."""
+"""results_frame, the one frame every table of palviz.experiments.tables is a group-by of."""
 
 import numpy as np
 import pytest
 
-from palviz import tables
+from palviz.experiments import tables
+from palviz.experiments.recipes import lt_spec, noisy_spec
+from palviz.experiments.runcache import RunResult
 from palviz.metrics import shot_group_accuracy
-from palviz.recipes import lt_spec, noisy_spec
-from palviz.runcache import RunResult
 
 COUNTS = [939, 562, 337, 202, 121, 72, 43, 26, 15, 9]  # MNIST-1D-LT, rho = 100
 

@@ -1,5 +1,5 @@
-"""Smoke tests of the notebook figures (palviz.viz, palviz.theory_plots,
-palviz.experiment_plots, all importable from palviz.viz): each draws on an Agg figure."""
+"""Smoke tests of the notebook figures (palviz.plots, palviz.plots.theory,
+palviz.plots.experiments, all importable from palviz.plots): each draws on an Agg figure."""
 
 import matplotlib
 
@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from palviz import theory, viz  # noqa: E402
+from palviz import plots, theory  # noqa: E402
 
 
 def test_plot_lipschitz_vs_b_draws_three_curves_and_the_numeric_markers():
@@ -18,7 +18,7 @@ def test_plot_lipschitz_vs_b_draws_three_curves_and_the_numeric_markers():
     b = np.linspace(0.1, 5.0, 20)
     fig, ax = plt.subplots()
     numeric = {"anchored": {1.0: 1.69, 5.0: 9.6}, "unanchored": {1.0: 8.0}}
-    viz.plot_lipschitz_vs_b(
+    plots.plot_lipschitz_vs_b(
         ax,
         b,
         [theory.lipschitz_pal(k, v) for v in b],
@@ -41,7 +41,7 @@ def test_plot_noise_aware_scale_marks_every_noise_rate_on_both_panels():
         se = theory.noise_aware_scale(eta)
         rows.append((eta, se, theory.lipschitz_pal(k, se), theory.fnpal_max_confidence(k, se)))
     fig, (ax_l, ax_p) = plt.subplots(1, 2)
-    viz.plot_noise_aware_scale(
+    plots.plot_noise_aware_scale(
         ax_l,
         ax_p,
         s,
@@ -71,7 +71,7 @@ def _sweep(ratios, start, end):
 def test_plot_minority_collapse_draws_four_sweeps_and_two_reference_lines():
     ratios = 10.0 ** (0.1 * np.arange(0, 41, 4))
     fig, ax = plt.subplots()
-    viz.plot_minority_collapse(
+    plots.plot_minority_collapse(
         ax,
         ratios,
         _sweep(ratios, -1 / 9, 1.0),
@@ -91,7 +91,7 @@ def test_plot_minority_collapse_draws_four_sweeps_and_two_reference_lines():
 def test_plot_gamma_min_vs_ratio_labels_both_margins():
     ratios = 10.0 ** (0.1 * np.arange(0, 41, 4))
     fig, (ax_unit, ax_raw) = plt.subplots(1, 2)
-    viz.plot_gamma_min_vs_ratio(
+    plots.plot_gamma_min_vs_ratio(
         ax_unit,
         ax_raw,
         ratios,
@@ -119,7 +119,7 @@ def test_plot_pairwise_cosine_histograms_zooms_only_the_named_sets():
         "simplex": np.full(k * (k - 1) // 2, -1 / (k - 1)),
     }
     fig, (ax_full, ax_zoom) = plt.subplots(1, 2)
-    viz.plot_pairwise_cosine_histograms(
+    plots.plot_pairwise_cosine_histograms(
         ax_full, ax_zoom, cosines, num_classes=k, dim=d, zoom=["simplex"], colors=["0.6", "C0"]
     )
     assert len(ax_full.patches) == 2 * 200 and len(ax_zoom.patches) == 80
@@ -129,14 +129,14 @@ def test_plot_pairwise_cosine_histograms_zooms_only_the_named_sets():
 
 def test_plot_simplex_prototypes_draws_a_triangle_and_a_tetrahedron():
     fig, ax = plt.subplots()
-    viz.plot_simplex_prototypes(ax, _simplex(3, 2))
+    plots.plot_simplex_prototypes(ax, _simplex(3, 2))
     # circle, 3 edges, 3 arrows; one label per prototype
     assert len(ax.lines) == 1 + 3 + 3 and len(ax.texts) == 3
     assert ax.get_xlabel() == "$x_1$" and ax.get_xlim() == (-1.3, 1.3)
     plt.close(fig)
     fig = plt.figure()
     ax = fig.add_subplot(projection="3d")
-    viz.plot_simplex_prototypes(ax, _simplex(4, 3))
+    plots.plot_simplex_prototypes(ax, _simplex(4, 3))
     assert len(ax.texts) == 4 and ax.get_zlabel() == "$x_3$"
     plt.close(fig)
 
@@ -144,7 +144,7 @@ def test_plot_simplex_prototypes_draws_a_triangle_and_a_tetrahedron():
 def test_plot_min_angle_vs_dim_annotates_every_dimension():
     fig, ax = plt.subplots()
     angles = {2: 36.0, 3: 63.4, 4: 90.0}
-    viz.plot_min_angle_vs_dim(ax, angles, simplex_angle=96.38, num_classes=10, seed=0)
+    plots.plot_min_angle_vs_dim(ax, angles, simplex_angle=96.38, num_classes=10, seed=0)
     assert len(ax.texts) == len(angles) and list(ax.get_xticks()) == [2, 3, 4]
     assert ax.get_ylabel() == "minimum pairwise angle (degrees)"
     plt.close(fig)
@@ -153,7 +153,7 @@ def test_plot_min_angle_vs_dim_annotates_every_dimension():
 def test_plot_per_class_lines_orders_classes_by_count_and_draws_the_reference():
     counts = [5, 50, 20]
     fig, ax = plt.subplots()
-    viz.plot_per_class_lines(
+    plots.plot_per_class_lines(
         ax,
         {"a": [0.5, 0.1, 0.3], "b": [0.6, 0.2, 0.4]},
         counts,
@@ -175,7 +175,7 @@ def test_plot_per_class_lines_orders_classes_by_count_and_draws_the_reference():
 def test_plot_class_margins_labels_every_bar_with_class_and_count():
     counts = [500, 100, 20]
     fig, ax = plt.subplots()
-    viz.plot_class_margins(ax, theory.ldam_margins(counts, 0.5), counts, title="margins")
+    plots.plot_class_margins(ax, theory.ldam_margins(counts, 0.5), counts, title="margins")
     assert len(ax.patches) == 3 and len(ax.texts) == 3
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0\n500", "1\n100", "2\n20"]
     assert "Delta" in ax.get_ylabel() and ax.get_title() == "margins"
@@ -184,7 +184,7 @@ def test_plot_class_margins_labels_every_bar_with_class_and_count():
 
 def test_plot_hinge_corners_draws_four_logit_planes_with_one_legend_entry_per_class():
     counts = [500, 100, 20]
-    fig = viz.plot_hinge_corners(counts, 0.5, 1.0, 30.0, imbalance_ratio=25)
+    fig = plots.plot_hinge_corners(counts, 0.5, 1.0, 30.0, imbalance_ratio=25)
     assert len(fig.axes) == 4
     assert len(fig.legends[0].get_texts()) == 3
     for ax in fig.axes:
@@ -210,7 +210,7 @@ def test_plot_loss_against_gap_finds_each_hinge_corner_at_log_2():
         ),
     ]
     fig, ax = plt.subplots()
-    worst = viz.plot_loss_against_gap(
+    worst = plots.plot_loss_against_gap(
         ax, curves, 2, 0, counts, s=s, others_below=0.05, gaps=np.linspace(-0.5, 1, 31)
     )
     assert worst < 1e-5
@@ -221,7 +221,7 @@ def test_plot_loss_against_gap_finds_each_hinge_corner_at_log_2():
 
 def test_plot_effective_margins_draws_three_annotated_heatmaps_and_a_colour_bar():
     counts = [500, 100, 20]
-    fig = viz.plot_effective_margins(counts, 0.5, 1.0, imbalance_ratio=25)
+    fig = plots.plot_effective_margins(counts, 0.5, 1.0, imbalance_ratio=25)
     heatmaps = [ax for ax in fig.axes if ax.get_title()]
     assert len(heatmaps) == 3 and len(fig.axes) == 4  # three maps and the colour bar
     ldam = heatmaps[0]
@@ -246,7 +246,7 @@ def _per_class(counts=(5, 50, 20)):
 
 def test_plot_per_class_orders_classes_by_count_with_sd_error_bars():
     fig, ax = plt.subplots()
-    viz.plot_per_class(ax, _per_class(), ylabel="acc (%)", percent=True, title="t")
+    plots.plot_per_class(ax, _per_class(), ylabel="acc (%)", percent=True, title="t")
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert labels == ["1\nn=50", "2\nn=20", "0\nn=5"]
     heights = [p.get_height() for p in ax.patches][:3]
@@ -271,7 +271,7 @@ def test_plot_per_class_draws_lines_for_many_classes():
         }
     )
     fig, ax = plt.subplots()
-    viz.plot_per_class(ax, frame, ylabel="acc", legend=None)
+    plots.plot_per_class(ax, frame, ylabel="acc", legend=None)
     curves = [line for line in ax.lines if len(line.get_xdata()) == 100]
     assert len(curves) == 1 and not ax.patches and ax.get_legend() is None
     plt.close(fig)
@@ -290,7 +290,7 @@ def _noisy_frame():
 
 def test_plot_accuracy_vs_noise_pairs_each_method_with_its_fnpal_variant():
     fig, ax = plt.subplots()
-    viz.plot_accuracy_vs_noise(ax, _noisy_frame(), "symmetric", title="sym")
+    plots.plot_accuracy_vs_noise(ax, _noisy_frame(), "symmetric", title="sym")
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"CE", "own head", "FNPAL head"} <= set(texts)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.2", "0.4"]
@@ -303,7 +303,7 @@ def test_plot_accuracy_vs_noise_pairs_each_method_with_its_fnpal_variant():
 def test_plot_accuracy_vs_scale_marks_noise_aware_scale_and_baseline():
     frame = _noisy_frame()
     fig, ax = plt.subplots()
-    viz.plot_accuracy_vs_scale(
+    plots.plot_accuracy_vs_scale(
         ax, frame, "noise_rate", marked={0.2: (8.0, 0.7)}, baseline={0.4: 0.3}, title="s"
     )
     assert ax.get_xscale() == "log"
@@ -316,10 +316,10 @@ def test_plot_accuracy_vs_scale_marks_noise_aware_scale_and_baseline():
 
 def test_plot_training_counts_and_mark_schedule():
     fig, ax = plt.subplots()
-    viz.plot_training_counts(ax, {10: [100, 30, 10], 100: [100, 10, 1]}, title="counts")
+    plots.plot_training_counts(ax, {10: [100, 30, 10], 100: [100, 10, 1]}, title="counts")
     assert len(ax.get_legend().get_texts()) == 2 and ax.get_yscale() == "log"
     schedule = {"drw_epoch": 3, "milestones": [3, 9], "lr_factors": [0.1, 0.1], "epochs": 5}
-    viz.mark_schedule(ax, schedule)  # epoch 9 is beyond the run: no line
+    plots.mark_schedule(ax, schedule)  # epoch 9 is beyond the run: no line
     assert [t.get_text() for t in ax.texts][-1] == " DRW on (-DRW methods), lr x0.1"
     plt.close(fig)
 
@@ -327,7 +327,7 @@ def test_plot_training_counts_and_mark_schedule():
 def test_plot_angle_histories_draws_each_run_and_the_simplex_angle():
     fig, ax = plt.subplots()
     histories = {"s = 1": ([0, 1, 2], [30, 60, 80]), "s = 10": ([0, 1, 2], [30, 50, 90])}
-    viz.plot_angle_histories(ax, histories, simplex_angle=96.4, reference="FNPAL")
+    plots.plot_angle_histories(ax, histories, simplex_angle=96.4, reference="FNPAL")
     assert len(ax.lines) == 3
     assert ax.get_legend().get_texts()[-1].get_text() == "FNPAL: 96.40°"
     plt.close(fig)
@@ -336,14 +336,14 @@ def test_plot_angle_histories_draws_each_run_and_the_simplex_angle():
 def test_plot_embeddings_and_cosine_heatmaps_make_one_panel_per_run():
     rng = np.random.default_rng(0)
     emb = {m: (rng.normal(size=(30, 2)), np.arange(30) % 3) for m in ("A", "B", "C")}
-    fig = viz.plot_embeddings(emb, [20, 10, 5], {m: m for m in emb}, suptitle="umap")
+    fig = plots.plot_embeddings(emb, [20, 10, 5], {m: m for m in emb}, suptitle="umap")
     assert len(fig.axes) == 4 and not fig.axes[3].axison  # the fourth panel is empty
     assert len(fig.legends[0].get_texts()) == 3
     plt.close(fig)
     cos = np.eye(3) - 0.5 * (1 - np.eye(3))
     geo = {"min_prototype_angle": 120.0, "min_class_mean_angle": 110.0}
     geometry = {m: {**geo, "prototype_cosines": cos, "class_mean_cosines": cos} for m in "AB"}
-    fig = viz.plot_cosine_heatmaps(geometry, suptitle="cosines")
+    fig = plots.plot_cosine_heatmaps(geometry, suptitle="cosines")
     assert len(fig.axes) == 5  # 2 x 2 heatmaps and a colour bar
     plt.close(fig)
 
@@ -365,7 +365,7 @@ def test_sliders_displays_an_interactive_that_redraws_the_figure(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
     # returns None, so a cell ending with the call does not show the controls twice
-    assert viz.sliders(draw, num_classes=(10, 2, 30, "k"), scale=(1.0, 0.5, 4.0, 0.5)) is None
+    assert plots.sliders(draw, num_classes=(10, 2, 30, "k"), scale=(1.0, 0.5, 4.0, 0.5)) is None
     assert len(shown) == 1 and isinstance(shown[0], widgets.interactive)
     panel = shown[0]
     k, s = panel.children[:2]
@@ -382,14 +382,14 @@ def test_sliders_show_a_note_where_no_kernel_can_move_them(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
     monkeypatch.setenv("PALVIZ_WIDGETS", "0")
-    assert viz.sliders(lambda k: None, k=(1, 0, 2)) is None
+    assert plots.sliders(lambda k: None, k=(1, 0, 2)) is None
     assert len(shown) == 1 and "palviz-widget-note" in shown[0].data
 
 
 def test_sliders_does_nothing_when_disabled():
-    assert viz.sliders(lambda k: None, enabled=False, k=(1, 0, 2)) is None
+    assert plots.sliders(lambda k: None, enabled=False, k=(1, 0, 2)) is None
     with pytest.raises(ValueError, match="slider 'k'"):
-        viz.sliders(lambda k: None, k=(1, 2))
+        plots.sliders(lambda k: None, k=(1, 2))
 
 
 def test_a_notebook_started_in_a_profile_saves_its_figures_under_that_profile(
@@ -399,11 +399,11 @@ def test_a_notebook_started_in_a_profile_saves_its_figures_under_that_profile(
     figures into figures/quick."""
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path))
     monkeypatch.setenv("PALVIZ_PROFILE", "quick")
-    monkeypatch.setattr(viz, "_current_notebook", None)
-    monkeypatch.setattr(viz, "_current_profile", None)
-    assert viz.setup_notebook("07_noisy_labels", "paper") == "paper"
+    monkeypatch.setattr(plots, "_current_notebook", None)
+    monkeypatch.setattr(plots, "_current_profile", None)
+    assert plots.setup_notebook("07_noisy_labels", "paper") == "paper"
     fig = plt.figure()
-    path = viz.savefig(fig, "accuracy")
+    path = plots.savefig(fig, "accuracy")
     plt.close(fig)
-    assert path == viz.figures_dir("paper") / "07_noisy_labels_accuracy.png" and path.exists()
-    assert viz.figure_path("x", profile="smoke").parent == viz.figures_dir("smoke")
+    assert path == plots.figures_dir("paper") / "07_noisy_labels_accuracy.png" and path.exists()
+    assert plots.figure_path("x", profile="smoke").parent == plots.figures_dir("smoke")

@@ -9,7 +9,7 @@ docs/reference.md 5).
 * ``q3`` (predict, then run): as the imbalance ratio R grows from 1 to 1000, does the learned
   *majority* classifiers' mean cosine rise, fall or stay?
 
-Every expected value is computed from palviz (:mod:`palviz.layer_peeled`,
+Every expected value is computed from palviz (:mod:`palviz.theory.layer_peeled`,
 :mod:`palviz.heads`, :mod:`palviz.metrics`), never from the student's code.
 """
 
@@ -29,8 +29,8 @@ from palviz.exercises.core import (
     read_choice,
 )
 from palviz.heads import simplex_prototypes
-from palviz.layer_peeled import minority_collapse_sweep
 from palviz.metrics import mean_pairwise_cosine, sample_margins
+from palviz.theory.layer_peeled import minority_collapse_sweep
 
 __all__ = ["SWEEP", "q1", "q2", "q3"]
 

@@ -11,7 +11,7 @@ noise; docs/reference.md 4 and 5).
 * ``q5`` (compute a number): one Holm-adjusted p-value of a family of comparisons.
 
 Every expected value comes from palviz (:mod:`palviz.theory`, :mod:`palviz.data`,
-:mod:`palviz.metrics`, :mod:`palviz.claims`), never from the student's code.
+:mod:`palviz.metrics`, :mod:`palviz.experiments.claims`), never from the student's code.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from palviz.claims import holm
 from palviz.data import add_label_noise
 from palviz.exercises import (
     Exercise,
@@ -30,6 +29,7 @@ from palviz.exercises import (
     not_a_function,
     read_choice,
 )
+from palviz.experiments.claims import holm
 from palviz.metrics import realised_noise_rate
 from palviz.theory import lipschitz_pal, noise_aware_scale
 

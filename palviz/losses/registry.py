@@ -12,11 +12,11 @@ A loss module declares a loss with :func:`register_loss` on its class (or factor
     class LDAMLoss(nn.Module): ...
 
 and everything else derives from that one declaration: :func:`make_loss` and
-:data:`LOSSES` (here), the spec check of :class:`palviz.runcache.RunSpec`, the facts a run
-hands to the constructor (:func:`build_loss`), the table methods of the experiments
-(:mod:`palviz.methods`: ``"LDAM-DRW"`` and its ``"LDAM-DRW+PAL"``), the method tables of
+:data:`LOSSES` (here), the spec check of :class:`palviz.experiments.runcache.RunSpec`, the facts a
+run hands to the constructor (:func:`build_loss`), the table methods of the experiments
+(:mod:`palviz.experiments.methods`: ``"LDAM-DRW"`` and its ``"LDAM-DRW+PAL"``), the method tables of
 notebooks 06 and 07 and of ``docs/reference.md``. Registering a loss never changes what a
-profile trains: profiles name their methods (:mod:`palviz.recipes`).
+profile trains: profiles name their methods (:mod:`palviz.experiments.recipes`).
 
 The facts of a run a loss may need (``needs``), and the constructor argument each arrives in:
 

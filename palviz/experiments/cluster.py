@@ -1,6 +1,6 @@
 """Training many runs: :func:`run_many` and :func:`run_grouped` read the cached ones through
-:mod:`palviz.runcache` and train the missing ones in this process, in local process pools
-(optionally several workers per GPU), through submitit (Slurm job arrays that requeue
+:mod:`palviz.experiments.runcache` and train the missing ones in this process, in local process
+pools (optionally several workers per GPU), through submitit (Slurm job arrays that requeue
 themselves when preempted) or Dask.
 
 - :func:`run_many` / :func:`run_grouped` every spec's result, in order, with one progress bar;
@@ -44,8 +44,7 @@ from typing import Any
 
 import torch
 
-from palviz.files import runs_dir
-from palviz.runcache import (
+from palviz.experiments.runcache import (
     RunResult,
     RunSpec,
     check_cache_writable,
@@ -53,7 +52,8 @@ from palviz.runcache import (
     read_cached,
     run,
 )
-from palviz.workers import init_worker, starting_workers
+from palviz.experiments.workers import init_worker, starting_workers
+from palviz.files import runs_dir
 
 __all__ = [
     "RunsInterrupted",
@@ -91,7 +91,7 @@ def local_pool(workers: int, slots: list[str] | None = None) -> cf.ProcessPoolEx
     script must call :func:`run_many` under ``if __name__ == "__main__":``.
 
     The workers ignore SIGINT and end when this process ends, however it ends
-    (:func:`palviz.workers.init_worker`); :func:`stop_pool` ends them at once.
+    (:func:`palviz.experiments.workers.init_worker`); :func:`stop_pool` ends them at once.
     """
     context = multiprocessing.get_context("spawn")
     queue = None
@@ -576,14 +576,14 @@ def run_many(
     executor: Any = None,
     workers_per_gpu: int | None = None,
 ) -> list[RunResult]:
-    """:func:`palviz.runcache.run` each spec, with one progress bar; missing runs train
+    """:func:`palviz.experiments.runcache.run` each spec, with one progress bar; missing runs train
     ``workers`` at a time.
 
     Cached runs are read here (a warm cache starts no process). Each missing cache key is
     trained once: by default in ``workers`` fresh (spawned) processes; ``workers=None`` means
     one per core (at most 2) on a CPU and 1 (in this process) on CUDA. Since
-    :func:`~palviz.runcache.run` trains CPU runs on one thread, two runs side by side use two
-    cores fully.
+    :func:`~palviz.experiments.runcache.run` trains CPU runs on one thread, two runs side by side
+    use two cores fully.
 
     ``workers_per_gpu=W`` with ``G`` visible GPUs starts ``G * W`` worker processes, placed
     round-robin on the GPUs (:func:`gpu_slots`); each sees only its own GPU.
@@ -620,7 +620,8 @@ def run_many(
 
 def _read_cached(spec: RunSpec) -> RunResult | None:
     """:func:`read_cached`, with an entry that another process moved aside meanwhile (a broken
-    one it quarantined first) counted as missing, as :func:`palviz.runcache.run` does."""
+    one it quarantined first) counted as missing, as :func:`palviz.experiments.runcache.run`
+    does."""
     try:
         return read_cached(spec)
     except FileNotFoundError:

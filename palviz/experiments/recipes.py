@@ -1,12 +1,12 @@
 """Named recipes and profiles: what a method trains and what each profile trains at what size.
 
 Methods (``"LDAM-DRW"``, ``"CE+PAL"``, ``"CE+FNPAL"``, ...) come from the loss registry
-(:mod:`palviz.methods`); a profile (``smoke``, ``quick``, ``full``, ``paper``) is a row of
-literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`: data, network,
+(:mod:`palviz.experiments.methods`); a profile (``smoke``, ``quick``, ``full``, ``paper``) is a row
+of literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`: data, network,
 schedule, and the methods it trains, named (registering a method never changes a profile).
-The ``*_spec`` and ``*_grid`` functions turn both into :class:`~palviz.runcache.RunSpec`
-objects for the run cache (:mod:`palviz.runcache`). Also the published numbers the tables
-stand beside, how tables name the datasets, and every departure from the reference code
+The ``*_spec`` and ``*_grid`` functions turn both into :class:`~palviz.experiments.runcache.RunSpec`
+objects for the run cache (:mod:`palviz.experiments.runcache`). Also the published numbers the
+tables stand beside, how tables name the datasets, and every departure from the reference code
 (:data:`DEPARTURES`).
 """
 
@@ -21,15 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from palviz import data as pdata
-from palviz import methods as pmethods
+from palviz.experiments import methods as pmethods
+from palviz.experiments.methods import ORIENTATIONS, dataset_family
+from palviz.experiments.runcache import RunSpec
 from palviz.files import atomic_write, project_root, resolve_profile
-from palviz.methods import ORIENTATIONS, dataset_family
-from palviz.runcache import RunSpec
 from palviz.theory import noise_aware_scale
 from palviz.train import TrainConfig
 
 # --------------------------------------------------------------------------------------
-# Methods: named recipes of loss + head + re-weighting, from the registry (palviz.methods)
+# Methods: named recipes of loss + head + re-weighting, from the registry
+# (palviz.experiments.methods)
 # --------------------------------------------------------------------------------------
 
 #: The long-tailed methods (without ``+PAL``), in registration order.
@@ -117,7 +118,7 @@ def noise_method(name: str, dataset: str, eta: float, scale: float | None = None
 
 #: The sum over SGD steps of lr x weight decay in LDAM-DRW's CIFAR-10-LT run (ResNet-32,
 #: 200 epochs of 97 steps, lr 0.1 with warm-up, x0.01 at epoch 160, wd 2e-4): how far weight
-#: decay has pulled the weights in the published regime (palviz.budget computes it).
+#: decay has pulled the weights in the published regime (palviz.experiments.budget computes it).
 PAPER_LR_WD_INTEGRAL = 0.31
 
 #: The precision of every ``paper`` run: float32, because both reference codes train in it
@@ -882,7 +883,7 @@ DEPARTURES: tuple[Departure, ...] = (
 
 
 _DEPARTURES_MARKERS = (
-    "<!-- departures (palviz.recipes.DEPARTURES; palviz methods --write-docs) -->",
+    "<!-- departures (palviz.experiments.recipes.DEPARTURES; palviz methods --write-docs) -->",
     "<!-- end departures -->",
 )
 

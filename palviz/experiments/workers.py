@@ -1,5 +1,5 @@
-"""What a worker process of :func:`palviz.cluster.local_pool` does before its first run, and
-the parent's half of it. This module imports neither torch nor another palviz module, so a
+"""What a worker process of :func:`palviz.experiments.cluster.local_pool` does before its first run,
+and the parent's half of it. This module imports neither torch nor another palviz module, so a
 spawned worker runs :func:`init_worker` a moment after it starts, before it imports torch
 (the runs it is sent import it).
 
@@ -13,7 +13,7 @@ Jupyter's interrupt to the kernel's whole group, so the workers get it too. A wo
 interrupted inside an import keeps a half-initialized module (``partially initialized
 module 'torch._dynamo'``) and fails every later run; a worker interrupted in a run returns the
 interrupt as that run's result and takes the next queued run. Instead, only the parent acts
-on Ctrl-C, and ends its workers (:func:`palviz.cluster.stop_pool`).
+on Ctrl-C, and ends its workers (:func:`palviz.experiments.cluster.stop_pool`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def die_with_parent(parent_pid: int) -> None:
 
     Linux sends that signal when the *thread* that started this process ends, not the
     process: workers must be started from a thread that outlives them (the thread that
-    submits to the pool; :func:`palviz.cluster.run_many` submits from the calling thread and
+    submits to the pool; :func:`palviz.experiments.cluster.run_many` submits from the calling thread
+    and
     returns only after its pool is shut down)."""
     if sys.platform.startswith("linux"):
         import ctypes

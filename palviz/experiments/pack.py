@@ -5,8 +5,8 @@ A teacher trains a profile once on a GPU and packs the runs its notebooks read; 
 unpack the file into their own ``runs/`` and execute the notebooks without training.
 
 The archive is a gzip-compressed tar. Its first member, ``manifest.json``, holds the format
-version, palviz's version, :data:`palviz.runcache.CACHE_SCHEMA`, the toy sizes (``null`` unless
-``PALVIZ_TOY``), the profile, the notebooks, and for every run its key, its spec (the content
+version, palviz's version, :data:`palviz.experiments.runcache.CACHE_SCHEMA`, the toy sizes (``null``
+unless ``PALVIZ_TOY``), the profile, the notebooks, and for every run its key, its spec (the content
 of its ``spec.json``), the notebooks that ask for it and, for each of its files, the path
 ``<key>/<name>``, the size in bytes and the SHA-256. Planned runs that were not cached are
 listed under ``missing``. The other members are those files, nothing else: ``spec.json``,
@@ -44,8 +44,8 @@ from typing import IO, Any
 import numpy as np
 
 import palviz
+from palviz.experiments.runcache import CACHE_SCHEMA, FEATURE_ARRAYS, RunSpec, toy_settings
 from palviz.files import atomic_write, runs_dir
-from palviz.runcache import CACHE_SCHEMA, FEATURE_ARRAYS, RunSpec, toy_settings
 
 #: The version of the archive layout (``manifest.json``'s ``format_version``).
 FORMAT_VERSION = 1
@@ -129,12 +129,12 @@ def pack(
     notebooks: Sequence[str] = (),
     with_checkpoints: bool = False,
 ) -> Packed:
-    """Write the cached runs of ``rows`` (rows of :func:`palviz.plan.plan`: ``spec``,
+    """Write the cached runs of ``rows`` (rows of :func:`palviz.experiments.plan.plan`: ``spec``,
     ``notebooks`` and ``cached``, as ``palviz plan`` has them) into the archive ``path``,
     atomically (an interrupted pack leaves no file at ``path``). Rows not cached are listed
     in the manifest's ``missing``; :class:`PackError` when none is cached or the archive would
     exceed the limits."""
-    from palviz.runcache import is_cached
+    from palviz.experiments.runcache import is_cached
 
     root = runs_dir()
     runs: list[dict] = []
@@ -241,20 +241,20 @@ def check_limits(manifest: dict, manifest_bytes: int) -> None:
     if len(files) > MAX_MEMBERS:
         raise PackError(
             f"the archive holds {len(files)} files, more than the limit of {MAX_MEMBERS} "
-            "(palviz.pack.MAX_MEMBERS)"
+            "(palviz.experiments.pack.MAX_MEMBERS)"
         )
     for f in files:
         if f["size"] > MAX_FILE_BYTES:
             raise PackError(
                 f"{f['size']} bytes, more than the limit of {MAX_FILE_BYTES} per file "
-                "(palviz.pack.MAX_FILE_BYTES)",
+                "(palviz.experiments.pack.MAX_FILE_BYTES)",
                 f["path"],
             )
     total = sum(f["size"] for f in files)
     if total > MAX_TOTAL_BYTES:
         raise PackError(
             f"the archive's files add up to {total} bytes, more than the limit of "
-            f"{MAX_TOTAL_BYTES} (palviz.pack.MAX_TOTAL_BYTES)"
+            f"{MAX_TOTAL_BYTES} (palviz.experiments.pack.MAX_TOTAL_BYTES)"
         )
 
 
@@ -279,8 +279,8 @@ def unpack(path: str | os.PathLike, *, force: bool = False) -> Unpacked:
     naming the member and the problem, and nothing is written):
 
     - the archive is a gzip tar whose first member is ``manifest.json``, which parses, names
-      this format version, this palviz's version, :data:`~palviz.runcache.CACHE_SCHEMA` and
-      toy setting (else both are named), and lists valid keys, specs, paths, sizes and digests
+      this format version, this palviz's version, :data:`~palviz.experiments.runcache.CACHE_SCHEMA`
+      and toy setting (else both are named), and lists valid keys, specs, paths, sizes and digests
       within the limits (:data:`MAX_MEMBERS`, :data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`);
     - each run's key is the key palviz computes of its spec
       (``RunSpec.from_dict(spec).key()``), and the run has spec, metrics and features;
@@ -348,7 +348,8 @@ def _read_archive(path: Path, staging: Path) -> dict:
                 where = member.name
                 if count > MAX_MEMBERS:
                     raise PackError(
-                        f"the archive has more than {MAX_MEMBERS} members (palviz.pack.MAX_MEMBERS)"
+                        f"the archive has more than {MAX_MEMBERS} members"
+                        " (palviz.experiments.pack.MAX_MEMBERS)"
                     )
                 entry = _check_member(member, expected, found)
                 if entry is None:
@@ -623,7 +624,7 @@ def _existing_state(existing: Path, run: dict) -> str:
 
 def _install(root: Path, staging: Path, key: str, run: dict, *, force: bool) -> str:
     """Move the staged run ``key`` into the cache under its lock; what was done."""
-    from palviz.locks import RunLock
+    from palviz.experiments.locks import RunLock
 
     with RunLock(root, key):
         target = root / key

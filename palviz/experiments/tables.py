@@ -5,7 +5,7 @@ and geometry the notebooks print from it.
 (:func:`lt_table`, :func:`noisy_accuracy_table`, ...) are group-bys of that frame (mean and
 standard deviation over seeds, :func:`_over_seeds`), and the markdown is written by
 ``DataFrame.to_markdown``. Every accuracy a table prints is formatted by one function,
-:func:`palviz.viz.format_accuracy`.
+:func:`palviz.plots.format_accuracy`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import pandas as pd
 
 from palviz import metrics as pmetrics
 from palviz.data import asymmetric_map
+from palviz.experiments.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
+from palviz.experiments.runcache import RunResult
 from palviz.files import resolve_profile
-from palviz.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
-from palviz.runcache import RunResult
-from palviz.viz import format_accuracy
+from palviz.plots import format_accuracy
 
 _GROUPS = pmetrics.SHOT_GROUPS
 
@@ -163,8 +163,8 @@ def lt_table(results: Sequence[RunResult]) -> list[dict]:
     last epoch and at the best test epoch, as ``(mean, std)``); ``many``, ``medium``, ``few``
     (shot-group accuracy after the last epoch, ``(mean, std)`` or ``None`` for a group with
     no class); ``best_epochs`` (1-based, one per seed); ``published`` (the LDAM-DRW paper's
-    number, :func:`~palviz.recipes.published_lt_accuracy`, or ``None``). Std is NaN for a
-    single seed.
+    number, :func:`~palviz.experiments.recipes.published_lt_accuracy`, or ``None``). Std is NaN for
+    a single seed.
     """
     frame = results_frame(results)
     if frame.empty:
@@ -310,7 +310,7 @@ def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
-    """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.viz.format_accuracy`),
+    """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.plots.format_accuracy`),
     one per data set and imbalance ratio, each under a caption (:func:`lt_caption`) and with
     the shot groups' class counts in the header. A "published" column appears beside the
     best-epoch column when the LDAM-DRW paper has a number for one of the rows."""
@@ -338,7 +338,8 @@ def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) ->
 
 
 def published_lt_markdown() -> str:
-    """The published CIFAR-LT numbers (:data:`~palviz.recipes.PUBLISHED_LT_ACCURACY`) as a
+    """The published CIFAR-LT numbers (:data:`~palviz.experiments.recipes.PUBLISHED_LT_ACCURACY`) as
+    a
     markdown table."""
     table = pd.DataFrame(
         [
@@ -385,7 +386,7 @@ def format_noisy_table(
 ) -> str:
     """:func:`noisy_accuracy_table` as a markdown table in percent (under ``title``): one row
     per method, one column per (kind, eta), ``mean +- std`` where several seeds ran
-    (:func:`~palviz.viz.format_accuracy`), ``-`` where a method did not run; with
+    (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; with
     ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
     ranking: differences within a seed's spread mean nothing)."""
     columns: list[tuple[str, float]] = []
@@ -495,7 +496,7 @@ def style_noisy_table(
 ):
     """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
     one column per (kind, eta), cells ``mean +- std`` in percent
-    (:func:`~palviz.viz.format_accuracy`, ``-`` where a method did not run), the highest mean
+    (:func:`~palviz.plots.format_accuracy`, ``-`` where a method did not run), the highest mean
     of each column in bold (a reading aid, not a ranking), under ``caption``."""
     columns: list[tuple[str, float]] = []
     for row in table.values():

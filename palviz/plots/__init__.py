@@ -9,11 +9,11 @@ name, sets the style and prints the profile, versions and device.
 UMAP's numba functions compile once (about 40 s) and are cached in ``.cache/numba``
 (``NUMBA_CACHE_DIR``); embeddings are cached by the caller (see ``palviz.experiments``).
 
-The recurring plots live beside this module: :mod:`palviz.theory_plots` (the figures of the
-theory notebooks 01-05) and :mod:`palviz.experiment_plots` (the experiment figures of 06-08,
-seaborn on the tidy frame of :func:`palviz.tables.results_frame`). Their public names are
-also importable from here (``from palviz.viz import plot_lines``), as are the style and the
-class colours of :mod:`palviz.style`, which the plot modules share.
+The recurring plots live beside this module: :mod:`palviz.plots.theory` (the figures of the
+theory notebooks 01-05) and :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
+seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`). Their public names
+are also importable from here (``from palviz.plots import plot_lines``), as are the style and the
+class colours of :mod:`palviz.plots.style`, which the plot modules share.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from palviz.experiment_plots import (
+from palviz.files import atomic_write, cache_dir, figures_dir, resolve_profile
+from palviz.plots.experiments import (
     mark_schedule,
     plot_accuracy_vs_noise,
     plot_accuracy_vs_scale,
@@ -44,9 +45,8 @@ from palviz.experiment_plots import (
     plot_training_counts,
     plot_transition_matrix,
 )
-from palviz.files import atomic_write, cache_dir, figures_dir, resolve_profile
-from palviz.style import STYLE, class_colors, set_style
-from palviz.theory_plots import (
+from palviz.plots.style import STYLE, class_colors, set_style
+from palviz.plots.theory import (
     plot_angle_histogram,
     plot_class_margins,
     plot_cosine_heatmap,

@@ -32,7 +32,7 @@ import pandas as pd
 
 from palviz import data as pdata
 from palviz.checks import check_bool, check_choice, check_int, check_non_negative, invalid
-from palviz.runcache import RunResult, RunSpec
+from palviz.experiments.runcache import RunResult, RunSpec
 
 __all__ = [
     "PAPER_BUDGETS",
@@ -142,10 +142,11 @@ _STANDS_IN = {"lt": {"mnist1d": "cifar10"}, "noisy": {"mnist1d": "mnist"}}
 
 
 def paper_steps_for(where: Mapping[str, Any]) -> int | None:
-    """The paper's budget in SGD steps for a claim's setting (:attr:`palviz.claims.Claim.where`):
-    a long-tailed setting (it has ``imbalance_ratio``) by the CIFAR-LT set-up of the same
-    dataset and ratio, a noisy one (it has ``noise_kind``) by APL's set-up of the dataset;
-    MNIST-1D stands in for CIFAR-10 and MNIST respectively. ``None`` where no paper trains
+    """The paper's budget in SGD steps for a claim's setting
+    (:attr:`palviz.experiments.claims.Claim.where`): a long-tailed setting (it has
+    ``imbalance_ratio``) by the CIFAR-LT set-up of the same dataset and ratio, a noisy one (it has
+    ``noise_kind``) by APL's set-up of the dataset; MNIST-1D stands in for CIFAR-10 and MNIST
+    respectively. ``None`` where no paper trains
     such a setting (e.g. a ratio the papers do not use)."""
     if not isinstance(where, Mapping) or "dataset" not in where:
         raise invalid("where", where, "a mapping with a 'dataset' entry (a claim's setting)")
@@ -165,7 +166,8 @@ def paper_steps_for(where: Mapping[str, Any]) -> int | None:
 
 def training_size(spec: RunSpec) -> int:
     """The number of training samples ``spec`` trains on, computed the way
-    :func:`palviz.runcache.prepare_data` subsets the split (stratified ``train_size`` subset,
+    :func:`palviz.experiments.runcache.prepare_data` subsets the split (stratified ``train_size``
+    subset,
     then the long-tailed counts): loads the training labels of ``spec.dataset``."""
     if not isinstance(spec, RunSpec):
         raise invalid("spec", spec, "a RunSpec")
@@ -193,7 +195,7 @@ def steps_per_run(spec_or_result: RunSpec | RunResult, *, train_size: int | None
     palviz's trainer (:func:`palviz.train.fit`) draws its batches from a
     :class:`~palviz.data.BatchIterator` with ``drop_last=False``, so the last, smaller batch
     of an epoch is a step too (the same count as the ``steps`` column of
-    :func:`palviz.tables.results_frame`).
+    :func:`palviz.experiments.tables.results_frame`).
 
     The training size is ``train_size`` if given, else the one a finished run recorded
     (``metrics["profile_sizes"]["train"]``), else computed from the spec by

@@ -25,7 +25,6 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from palviz import recipes
 from palviz.checks import (
     check_choices,
     check_int,
@@ -34,9 +33,10 @@ from palviz.checks import (
     check_real,
     invalid,
 )
+from palviz.experiments import recipes
+from palviz.experiments.methods import methods_of
+from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
-from palviz.methods import methods_of
-from palviz.runcache import RunSpec
 
 __all__ = [
     "EXPERIMENTS",
@@ -246,14 +246,14 @@ def noisy_groups(
     rates: Any = None,
     **train: Any,
 ) -> dict:
-    """07, from :func:`palviz.recipes.noisy_setup`: per dataset the tables
+    """07, from :func:`palviz.experiments.recipes.noisy_setup`: per dataset the tables
     (``(dataset, "symmetric")``, ``(dataset, "asymmetric")``: their methods, rates and seeds)
     and the headline comparisons (``(dataset, "headline")``: five paired seeds in ``quick``);
     ``"sweep"``, CE+FNPAL at every s of the sweep. ``methods`` replaces the tables' methods;
     the headline keeps the profile's headline methods among them, and the sweep runs only if
     CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds;
     ``rates`` keeps the tables' and the sweep's noise rates among it
-    (:func:`palviz.recipes.select_noise_rates`)."""
+    (:func:`palviz.experiments.recipes.select_noise_rates`)."""
     profile = resolve_profile(profile)
     setup = recipes.select_noise_rates(recipes.noisy_setup(profile), rates)
     head = setup["headline"]

@@ -1,6 +1,6 @@
 """The palviz figure style and class colours: the base the figure modules share.
 
-:mod:`palviz.theory_plots`, :mod:`palviz.experiment_plots` and :mod:`palviz.viz` import this
+:mod:`palviz.plots.theory`, :mod:`palviz.plots.experiments` and :mod:`palviz.plots` import this
 module; it imports no figure module (and no other palviz module).
 """
 

@@ -86,9 +86,10 @@ _MEASURES = ("ms_per_step", "images_per_s", "max_memory_bytes")
 
 def benchmark_cases(profile: str = "paper") -> dict[str, dict]:
     """The networks ``profile``'s notebooks train, each with what a training step of it is fed,
-    from the first planned run that trains it (:func:`palviz.plan.plan` of every notebook):
+    from the first planned run that trains it (:func:`palviz.experiments.plan.plan` of every
+    notebook):
     ``{arch: {"dataset", "input_shape", "num_classes", "augment", "mean", "std"}}``."""
-    from palviz.plan import NOTEBOOKS_WITH_RUNS, plan
+    from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
 
     cases: dict[str, dict] = {}
     for row in plan(list(NOTEBOOKS_WITH_RUNS), profile):
@@ -108,14 +109,15 @@ def benchmark_cases(profile: str = "paper") -> dict[str, dict]:
 
 
 def planned_train_size(spec: Any) -> int:
-    """The number of training samples of a run (a :class:`~palviz.runcache.RunSpec`), without
-    its data for MNIST and CIFAR (:data:`SPLIT_CLASS_COUNTS`; a long-tailed run keeps
+    """The number of training samples of a run (a :class:`~palviz.experiments.runcache.RunSpec`),
+    without its data for MNIST and CIFAR (:data:`SPLIT_CLASS_COUNTS`; a long-tailed run keeps
     :func:`palviz.data.long_tail_counts` of the smallest class, as
     :func:`palviz.data.make_long_tailed` does); a run on a stratified ``train_size`` subset, or
-    on an embedded dataset, is counted from the labels (:func:`palviz.budget.training_size`)."""
+    on an embedded dataset, is counted from the labels
+    (:func:`palviz.experiments.budget.training_size`)."""
     counts = SPLIT_CLASS_COUNTS.get(spec.dataset)
     if counts is None or spec.train_size is not None:
-        from palviz.budget import training_size
+        from palviz.experiments.budget import training_size
 
         return training_size(spec)
     if spec.imbalance_ratio > 1:
@@ -230,9 +232,9 @@ def best_configurations(
 def estimate(
     specs: Sequence[Any], bench: Mapping, gpus: int = 1, source: str = "the benchmark"
 ) -> dict:
-    """GPU-hours of the runs ``specs`` (:class:`~palviz.runcache.RunSpec`) from the benchmark
-    ``bench`` (:func:`check_benchmark`), shared by ``gpus`` GPUs (the formulas: this module's
-    docstring). Returns ``gpus``, ``gpu_hours``, ``wall_hours``, ``longest_run_hours`` and
+    """GPU-hours of the runs ``specs`` (:class:`~palviz.experiments.runcache.RunSpec`) from the
+    benchmark ``bench`` (:func:`check_benchmark`), shared by ``gpus`` GPUs (the formulas: this
+    module's docstring). Returns ``gpus``, ``gpu_hours``, ``wall_hours``, ``longest_run_hours`` and
     ``archs``: per network, its ``runs``, ``steps``, ``gpu_hours``, the ``best`` result and
     ``batch_sizes`` and ``configured`` (precision, channels_last) of its runs."""
     gpus = check_int("gpus", gpus, 1)

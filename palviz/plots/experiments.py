@@ -3,10 +3,10 @@ accuracy against the noise rate and against the scale s, transition matrices, tr
 and curves, prototype angles and UMAP embeddings.
 
 The statistical figures are seaborn plots of the tidy frame of
-:func:`palviz.tables.results_frame` (one row per run; :func:`palviz.tables.per_class_frame`
-melts the per-class columns to one row per run and class): a bar or point is the mean over
-seeds and its error bar one standard deviation over seeds (``errorbar="sd"``; none for a
-single seed).
+:func:`palviz.experiments.tables.results_frame` (one row per run;
+:func:`palviz.experiments.tables.per_class_frame` melts the per-class columns to one row per run and
+class): a bar or point is the mean over seeds and its error bar one standard deviation over seeds
+(``errorbar="sd"``; none for a single seed).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from palviz.style import class_colors
+from palviz.plots.style import class_colors
 
 __all__ = [
     "plot_per_class_accuracy",
@@ -256,7 +256,7 @@ def plot_per_class(
     """Per-class values of several methods side by side (seaborn), classes ordered by training
     count (most frequent left; class and count label the x axis).
 
-    ``per_class`` is the long frame of :func:`palviz.tables.per_class_frame` (columns
+    ``per_class`` is the long frame of :func:`palviz.experiments.tables.per_class_frame` (columns
     ``label``, ``seed``, ``class``, ``train_count``, ``value``): a bar is the mean over the
     seeds of a method and its error bar one standard deviation over seeds (none for one
     seed). With more than 20 classes, one line per method (the mean, a band for the standard
@@ -394,8 +394,8 @@ def plot_accuracy_vs_noise(
     legend: bool = True,
 ) -> None:
     """Test accuracy (%) against the noise rate (seaborn), one line per method of ``frame``
-    (a :func:`palviz.tables.results_frame` of noisy runs) at noise ``kind``: the mean over
-    seeds with an error bar of one standard deviation. A ``"<base>+FNPAL"`` method is drawn
+    (a :func:`palviz.experiments.tables.results_frame` of noisy runs) at noise ``kind``: the mean
+    over seeds with an error bar of one standard deviation. A ``"<base>+FNPAL"`` method is drawn
     dashed with square markers in the colour of ``<base>``."""
     data = _fnpal_pairs(frame[frame["noise_kind"] == kind])
     data = data.assign(accuracy=100 * data[value])
@@ -434,8 +434,8 @@ def plot_accuracy_vs_scale(
     title: str | None = None,
 ) -> None:
     r"""Last-epoch test accuracy (%) against the head's scale $s$ on a log axis (seaborn), one
-    line per value of column ``hue`` of ``frame`` (a :func:`palviz.tables.results_frame` of
-    scale sweeps; mean over seeds, error bar one standard deviation). ``marked``
+    line per value of column ``hue`` of ``frame`` (a :func:`palviz.experiments.tables.results_frame`
+    of scale sweeps; mean over seeds, error bar one standard deviation). ``marked``
     (``{hue value: (s, accuracy)}``) adds a star in the line's colour (the noise-aware
     scale), ``baseline`` (``{hue value: accuracy}``) a dotted line (CE with a linear head)."""
     levels = list(dict.fromkeys(frame[hue]))
@@ -533,9 +533,10 @@ def plot_cosine_heatmaps(
     geometry: Mapping[str, Mapping[str, np.ndarray]], *, suptitle: str
 ) -> mpl.figure.Figure:
     """Two rows of cosine heatmaps, one column per entry of ``geometry`` (``{label:
-    palviz.tables.feature_geometry(run)}``): the class vectors' pairwise cosines on top, the
+    palviz.experiments.tables.feature_geometry(run)}``): the class vectors' pairwise cosines on top,
+    the
     centred feature class means' below, each titled with its smallest angle."""
-    from palviz.theory_plots import plot_cosine_heatmap
+    from palviz.plots.theory import plot_cosine_heatmap
 
     fig, axes = plt.subplots(2, len(geometry), figsize=(3.1 * len(geometry), 7), squeeze=False)
     for j, (label, geo) in enumerate(geometry.items()):

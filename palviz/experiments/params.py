@@ -15,7 +15,7 @@ the right type outside the range ``ValueError``; so do an unknown name and a mis
   from ``choices``), ``"ints"`` / ``"reals"`` (a tuple of numbers), ``"noise_pairs"``
   (``(kind, eta)`` pairs whose eta is among the profile's noise rates of that kind) or
   ``"noise_rates"`` (a tuple of numbers that keeps at least one of the profile's rates of
-  each kind, :func:`palviz.recipes.select_noise_rates`);
+  each kind, :func:`palviz.experiments.recipes.select_noise_rates`);
 - the range: ``min`` / ``max`` (with ``min_open`` / ``max_open`` for an open end) for numbers
   and the items of a tuple, ``choices`` (a name of :data:`CHOICES`), ``min_len``,
   ``distinct``, ``length``; ``none``: ``None`` is allowed too;
@@ -57,11 +57,15 @@ __all__ = [
 
 #: The named sets of allowed names a ``"labels"`` entry draws from, and where each is defined.
 CHOICES: dict[str, str] = {
-    "long-tailed methods": "palviz.recipes.LT_METHODS",
-    "long-tailed methods with PAL": "the methods of palviz.recipes.LT_METHODS that have +PAL",
-    "long-tailed labels": 'palviz.methods.methods_of("long_tailed"): the methods and +PAL forms',
-    "noisy-label methods": "palviz.recipes.NOISE_METHODS",
-    "orientations": '("axis", "block"), palviz.recipes.ORIENTATIONS without "random"',
+    "long-tailed methods": "palviz.experiments.recipes.LT_METHODS",
+    "long-tailed methods with PAL": (
+        "the methods of palviz.experiments.recipes.LT_METHODS that have +PAL"
+    ),
+    "long-tailed labels": (
+        'palviz.experiments.methods.methods_of("long_tailed"): the methods and +PAL forms'
+    ),
+    "noisy-label methods": "palviz.experiments.recipes.NOISE_METHODS",
+    "orientations": '("axis", "block"), palviz.experiments.recipes.ORIENTATIONS without "random"',
 }
 
 _NOISE_KINDS = ("symmetric", "asymmetric")
@@ -69,8 +73,8 @@ _NOISE_KINDS = ("symmetric", "asymmetric")
 
 def choices(name: str) -> tuple:
     """The names of :data:`CHOICES` entry ``name`` (imports the registry on first use)."""
-    from palviz import recipes
-    from palviz.methods import methods_of
+    from palviz.experiments import recipes
+    from palviz.experiments.methods import methods_of
 
     if name == "long-tailed methods":
         return tuple(recipes.LT_METHODS)
@@ -201,7 +205,10 @@ def _lt_labels(default: tuple[str, ...], high: tuple[str, ...]) -> Parameter:
         choices="long-tailed labels",
         min_len=1,
         distinct=True,
-        rule='a tuple of distinct labels of palviz.methods.methods_of("long_tailed"), at least 1',
+        rule=(
+            "a tuple of distinct labels of"
+            ' palviz.experiments.methods.methods_of("long_tailed"), at least 1'
+        ),
         doc="the methods trained and compared, as the tables name them",
         examples=(("CE",), default, high),
         wrong="CE",
@@ -399,7 +406,7 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             choices="long-tailed methods",
             min_len=1,
             distinct=True,
-            rule="None or a tuple of methods of palviz.recipes.LT_METHODS",
+            rule="None or a tuple of methods of palviz.experiments.recipes.LT_METHODS",
             doc="the methods of the tables, without PAL; None: the profile's",
             examples=(("CE",), ("CE", "LDAM-DRW", "ELM-DRW")),
             wrong="CE",
@@ -447,7 +454,7 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             choices="noisy-label methods",
             min_len=1,
             distinct=True,
-            rule="None or a tuple of methods of palviz.recipes.NOISE_METHODS",
+            rule="None or a tuple of methods of palviz.experiments.recipes.NOISE_METHODS",
             doc="the methods of the tables; None: the profile's",
             examples=(("CE",), ("CE", "CE+FNPAL", "CE+FNPN")),
             wrong="CE",
@@ -622,7 +629,7 @@ def _check_value(name: str, value: Any, entry: Parameter, profile: Any, rates: A
             if not _within(item, entry):
                 raise _fail(name, value, entry, f"{item!r} is out of range")
     elif kind == "noise_rates":
-        from palviz.recipes import noise_rates_problem, noisy_setup
+        from palviz.experiments.recipes import noise_rates_problem, noisy_setup
 
         problem = noise_rates_problem(noisy_setup(resolve_profile(profile)), items)
         if problem:
@@ -642,7 +649,7 @@ def noise_pairs(profile: str | None = None, rates: Any = None) -> tuple[tuple[st
     """The ``(kind, eta)`` pairs that notebook 07 trains in profile ``profile`` (``None``:
     ``$PALVIZ_PROFILE``) keeping the noise rates ``rates`` (its ``RATES``; ``None``: all),
     each kind's rates in order: what ``TRANSITION_SHOWN`` may name."""
-    from palviz.recipes import noisy_setup, select_noise_rates
+    from palviz.experiments.recipes import noisy_setup, select_noise_rates
 
     setup = select_noise_rates(noisy_setup(resolve_profile(profile)), rates, "RATES")
     return tuple((kind, eta) for kind in _NOISE_KINDS for eta in setup[kind])

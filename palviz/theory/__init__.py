@@ -15,7 +15,7 @@ Three topics, each computed (not only stated) so a notebook can check every clai
    $\geq 2(e^{2B} - 1) / (e^{2B}/(k-1) + 1)$. `numeric_lipschitz` and
    `numeric_lipschitz_unanchored` estimate the suprema by gradient ascent.
 2. **The layer-peeled model** and minority collapse (Fang, He, Long, Su, PNAS 2021):
-   `solve_layer_peeled`, `minority_collapse_sweep`, defined in :mod:`palviz.layer_peeled`
+   `solve_layer_peeled`, `minority_collapse_sweep`, defined in :mod:`palviz.theory.layer_peeled`
    and importable from here.
 3. **What a ReLU feature can reach**: `reachable_cosine` (the best cosine a feature $z \geq 0$
    can have with each prototype) and `orientation_report` (that, and how many units carry
@@ -42,12 +42,12 @@ from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_non_negative, check_probability, check_range
 from palviz.checks import check_positive as _check_positive
-from palviz.layer_peeled import (
+from palviz.losses import ldam_margins as _ldam_margins
+from palviz.theory.layer_peeled import (
     FEATURE_CONSTRAINTS,
     minority_collapse_sweep,
     solve_layer_peeled,
 )
-from palviz.losses import ldam_margins as _ldam_margins
 from palviz.threads import single_thread
 
 __all__ = [

@@ -18,7 +18,7 @@ Two kinds of data, kept apart on purpose:
   batch, which is refused unrun) is a :class:`DatasetFileError` that names the file, what is
   wrong and how to fetch it again. A damaged MNIST-1D cache is generated again, with a warning.
 
-Loading and reading the files lives in :mod:`palviz.datasets` (``load_dataset``,
+Loading and reading the files lives in :mod:`palviz.data.datasets` (``load_dataset``,
 ``dataset_info``, the CIFAR and MNIST readers); its public names are re-exported here, so
 ``from palviz.data import load_dataset`` keeps working.
 
@@ -52,7 +52,7 @@ from palviz.checks import (
     check_real,
     invalid,
 )
-from palviz.datasets import (  # noqa: F401 (the MNIST-1D constants are re-exported too)
+from palviz.data.datasets import (  # noqa: F401 (the MNIST-1D constants are re-exported too)
     MNIST1D_NUM_SAMPLES,
     MNIST1D_SEED,
     DatasetFileError,

@@ -116,8 +116,8 @@ _NUMBER_COLUMNS = (
 )
 _TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
 
-#: Metrics of :func:`palviz.tables.results_frame` that are accuracies (fractions), reported
-#: by :func:`evaluate_claims` in percentage points.
+#: Metrics of :func:`palviz.experiments.tables.results_frame` that are accuracies (fractions),
+#: reported by :func:`evaluate_claims` in percentage points.
 _ACCURACY_METRICS = ("last_acc", "best_acc", "many", "medium", "few")
 
 _NOTEBOOK = re.compile(r"^\d\d$")
@@ -297,7 +297,7 @@ class Claim:
     - ``claim``: the paper's words, quoted;
     - ``source``: where they stand (paper and section or table);
     - ``baseline``, ``method``: run labels (the ``label`` column of
-      :func:`palviz.tables.results_frame`);
+      :func:`palviz.experiments.tables.results_frame`);
     - ``where``: frame column -> value selecting the setting, e.g. ``{"imbalance_ratio": 100}``
       or ``{"noise_kind": "symmetric", "noise_rate": 0.4}`` (numbers compared with a
       tolerance of 1e-9);
@@ -401,8 +401,9 @@ def _steps(runs: pd.DataFrame) -> Any:
 
 def claim_runs(groups: Mapping[Any, Sequence[Any]], exclude: Iterable[Any] = ()) -> list:
     """The runs of ``groups`` (group -> runs, e.g. notebook 07's results by
-    :func:`palviz.plan.noisy_groups`) that claims read: every group but those in ``exclude``,
-    each run once per cache key, under the label it has in the first group that holds it.
+    :func:`palviz.experiments.plan.noisy_groups`) that claims read: every group but those in
+    ``exclude``, each run once per cache key, under the label it has in the first group that holds
+    it.
 
     The claims select runs by label. The same run can sit in two groups under two labels: in
     ``full`` the s-sweep's "CE+FNPAL s=1" at symmetric 0.2 *is* the tables' "CE+FNPAL" (the
@@ -451,15 +452,15 @@ def evaluate_claims(
     adjusted by :func:`holm` across the family's members); ``verdict`` (:func:`verdict` of
     the unadjusted interval: the comparison on its own); ``steps_per_run`` (the SGD steps of
     the runs compared, the largest if they differ); ``paper_steps`` (``paper_steps`` itself,
-    or its value for the claim's ``where``, e.g. :func:`palviz.budget.paper_steps_for`).
+    or its value for the claim's ``where``, e.g. :func:`palviz.experiments.budget.paper_steps_for`).
 
     A family row: the claim's words, source and ``reading``; ``comparison`` says how many
     comparisons it reads; ``n_seeds`` is the fewest pairs of any member; ``p_holm`` is the
     adjusted p that decides it (the largest of the members for ``all``, the smallest for
     ``any``); the interval columns are empty.
 
-    ``frame`` is :func:`palviz.tables.results_frame` of the runs. Runs pair by seed; a seed
-    that only one of the two methods ran (or whose metric is NaN) is left out. A comparison
+    ``frame`` is :func:`palviz.experiments.tables.results_frame` of the runs. Runs pair by seed; a
+    seed that only one of the two methods ran (or whose metric is NaN) is left out. A comparison
     with no pair gives ``n_seeds`` 0 and :data:`NOT_RUN`; one pair gives no interval and no
     p-value (inconclusive).
     """
@@ -972,8 +973,8 @@ def _replication(setup: Mapping[str, Any]) -> tuple[tuple[int, ...], str] | None
 def long_tailed_claims(
     setup: Mapping[str, Any], *, seeds: tuple[int, ...] | None = None, tag: str = ""
 ) -> list[Claim]:
-    """The claims notebook 06 reads, for ``palviz.recipes.long_tailed_setup(profile)``, as
-    families (:class:`Claim` ``family``):
+    """The claims notebook 06 reads, for ``palviz.experiments.recipes.long_tailed_setup(profile)``,
+    as families (:class:`Claim` ``family``):
 
     - "PAL boosts long-tailed methods" (:data:`QUOTES` ``pal_lt``, read as ``all``):
       ``M+PAL - M`` for every method M the profile trains with and without PAL, at every
@@ -1044,7 +1045,7 @@ def long_tailed_claims(
                 )
     rep = _replication(setup) if seeds is None else None
     if rep:
-        from palviz.recipes import long_tailed_setup
+        from palviz.experiments.recipes import long_tailed_setup
 
         fresh, of = rep
         first = long_tailed_setup(of)
@@ -1060,7 +1061,7 @@ def _tag(seeds: Sequence[int]) -> str:
 def noisy_claims(
     setup: Mapping[str, Any], *, seeds: tuple[int, ...] | None = None, tag: str = ""
 ) -> list[Claim]:
-    """The claims notebook 07 reads, for ``palviz.recipes.noisy_setup(profile)`` (PAL
+    """The claims notebook 07 reads, for ``palviz.experiments.recipes.noisy_setup(profile)`` (PAL
     Sec. 5.2), as families:
 
     - "CE+FNPAL beats CE in all noisy cases" (``ce_fnpal``, ``all``): ``CE+FNPAL - CE`` at
@@ -1136,7 +1137,7 @@ def noisy_claims(
                 )
     rep = _replication(setup) if seeds is None else None
     if rep:
-        from palviz.recipes import noisy_setup
+        from palviz.experiments.recipes import noisy_setup
 
         fresh, of = rep
         claims += noisy_claims(noisy_setup(of), seeds=fresh, tag=_tag(fresh))

@@ -1,7 +1,7 @@
 """The run cache: a training run as plain data (:class:`RunSpec`), its result
 (:class:`RunResult`), and :func:`run`, which trains a spec once in this process and serves it
 from ``runs/`` afterwards (training many runs in other processes is
-:func:`palviz.cluster.run_many`'s, which builds on this module).
+:func:`palviz.experiments.cluster.run_many`'s, which builds on this module).
 
 A run's result is cached under ``runs/<key>/``, where ``key`` is a hash of the full spec plus
 palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could change the result
@@ -16,7 +16,7 @@ palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could chang
   resumed from its checkpoint) and ``resumed_from`` (the epochs done at each resumption)
 
 Every file is written atomically. The named recipes that make specs live in
-:mod:`palviz.recipes`, the tables made from results in :mod:`palviz.tables`.
+:mod:`palviz.experiments.recipes`, the tables made from results in :mod:`palviz.experiments.tables`.
 """
 
 from __future__ import annotations
@@ -321,7 +321,7 @@ class RunResult:
             if path.exists():
                 with np.load(path, allow_pickle=False) as arrays:
                     return arrays["embedding"], arrays["labels"]
-        from palviz.viz import umap_embedding
+        from palviz.plots import umap_embedding
 
         arrays = self.features()
         keep = pdata.stratified_subset(arrays["targets"], max_points, seed)
@@ -556,12 +556,12 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     """The result of ``spec``: from the cache when it is there, else trained now (resuming
     from a checkpoint an interrupted or killed run left) and cached.
 
-    Safe for concurrent workers on one ``runs/`` folder (see :mod:`palviz.locks`): one of them
-    trains a key, the others wait and read its result. A broken entry (unreadable
+    Safe for concurrent workers on one ``runs/`` folder (see :mod:`palviz.experiments.locks`): one
+    of them trains a key, the others wait and read its result. A broken entry (unreadable
     ``metrics.json``, ``features.npz`` or ``checkpoint.pt``, or a key that is not its folder's
     name) is moved to ``runs/.broken/`` with a warning and trained again.
     """
-    from palviz.locks import RunLock
+    from palviz.experiments.locks import RunLock
 
     root = runs_dir()
     folder = root / spec.key()
@@ -775,7 +775,7 @@ def check_runs(*, fix: bool = False) -> list[dict]:
     training (their lock is free); such a row gets ``removed=True``."""
     import warnings
 
-    from palviz.locks import RunLock
+    from palviz.experiments.locks import RunLock
 
     root = runs_dir()
     rows = []
@@ -819,7 +819,8 @@ def initial_prototypes(spec: RunSpec) -> np.ndarray:
 
 def cpu_seconds() -> float:
     """CPU time (user + system) of this process and of its finished child processes (e.g. the
-    training processes of :func:`palviz.cluster.run_many`), in seconds: on a shared machine a
+    training processes of :func:`palviz.experiments.cluster.run_many`), in seconds: on a shared
+    machine a
     fairer measure of a notebook's cost than wall time. Children count on POSIX only."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system

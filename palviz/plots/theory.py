@@ -1,7 +1,7 @@
 """The figures of the theory notebooks (01-05): simplex prototypes and their angles, minority
 collapse in the layer-peeled model, per-class norms, Lipschitz constants against the scale, and
 the margins of LDAM and ELM. Each function draws on axes it is given (or returns a figure) and
-leaves saving to :func:`palviz.viz.savefig`.
+leaves saving to :func:`palviz.plots.savefig`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import seaborn as sns
 import torch
 
 from palviz import theory
-from palviz.style import class_colors
+from palviz.plots.style import class_colors
 
 __all__ = [
     "plot_cosine_heatmap",

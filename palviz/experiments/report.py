@@ -1,7 +1,7 @@
 """The README's measured results, written from result files, never typed.
 
 ``palviz figures --profile P`` leaves its result files in ``figures_dir(P)``: the claims
-table ``claims.csv`` (notebooks 06 and 07, :mod:`palviz.claims`), the timing record
+table ``claims.csv`` (notebooks 06 and 07, :mod:`palviz.experiments.claims`), the timing record
 ``timings.json`` (:func:`palviz.cli.cmd_figures`) and the notebooks' result tables
 ``NN_<notebook>_results.md``. ``palviz report --profile P`` copies them into
 ``docs/results/P/`` (committed with the README), then rewrites the README's block of that
@@ -240,7 +240,7 @@ def _demote(markdown: str, levels: int = 2) -> str:
 def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
     """The README block of ``profile`` (its two marker lines included), from the files in
     :func:`results_dir` only."""
-    from palviz.claims import claims_markdown, read_claims_file
+    from palviz.experiments.claims import claims_markdown, read_claims_file
 
     start, end = block_markers(profile)
     folder = results_dir(profile, root)

@@ -1,0 +1,172 @@
+"""The experiment layer: everything that runs the notebooks' experiments, under one name.
+
+A notebook imports this package once (``from palviz import experiments as ex``) beside the
+subject modules it teaches. Its modules:
+
+- :mod:`~palviz.experiments.runcache` a run as plain data (:class:`RunSpec`, checked when
+  made), the run cache, :func:`run` (train one spec in this process, or read it)
+- :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
+- :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
+  local process pools (GPU slots), submitit or Dask; :mod:`~palviz.experiments.workers` what a
+  local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
+- :mod:`~palviz.experiments.methods` the methods of the experiment tables
+- :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
+  papers' facts
+- :mod:`~palviz.experiments.budget` training budgets in SGD steps beside the papers'
+- :mod:`~palviz.experiments.plan` what each notebook trains, declared once (:func:`experiment`)
+- :mod:`~palviz.experiments.params` each notebook's parameters, checked once
+  (:func:`check_parameters`)
+- :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it
+- :mod:`~palviz.experiments.claims` each paper claim read against paired seeds
+- :mod:`~palviz.experiments.pack` cached runs as one checked archive
+- :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
+- :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
+  ``docs/results/``
+"""
+
+from palviz.experiments.budget import (
+    PAPER_STEPS,
+    paper_steps_for,
+    plot_budget,
+    steps_per_run,
+    weight_decay_integral,
+)
+from palviz.experiments.claims import (
+    claim_runs,
+    claims_explanation,
+    claims_markdown,
+    claims_summary,
+    evaluate_claims,
+    long_tailed_claims,
+    noisy_claims,
+    write_claims,
+)
+from palviz.experiments.cluster import run_grouped, run_many
+from palviz.experiments.methods import method_table
+from palviz.experiments.params import check_parameters
+from palviz.experiments.plan import experiment, experiment_specs, train_overrides
+from palviz.experiments.recipes import (
+    DATASET_NAMES,
+    LT_METHODS,
+    NOISE_METHODS,
+    ORIENTATIONS,
+    PAPER_LR_WD_INTEGRAL,
+    PUBLISHED_LT_ACCURACY,
+    expand_schedule,
+    long_tailed_setup,
+    lt_grid,
+    lt_label_spec,
+    lt_method,
+    lt_spec,
+    noise_method,
+    noisy_grid,
+    noisy_setup,
+    noisy_spec,
+    published_lt_accuracy,
+    scale_sweep,
+    select_noise_rates,
+)
+from palviz.experiments.runcache import (
+    CACHE_SCHEMA,
+    RunResult,
+    RunSpec,
+    build_loss,
+    clear_runs,
+    cpu_seconds,
+    history_series,
+    initial_prototypes,
+    is_cached,
+    list_runs,
+    prepare_data,
+    recorded_split_counts,
+    run,
+)
+from palviz.experiments.tables import (
+    PER_CLASS_COLUMNS,
+    class_mean_features,
+    feature_geometry,
+    format_noisy_table,
+    lt_caption,
+    lt_table,
+    lt_table_markdown,
+    noisy_accuracy_table,
+    per_class_frame,
+    published_lt_markdown,
+    results_frame,
+    select_runs,
+    stack_over_seeds,
+    style_lt_tables,
+    style_noisy_table,
+    transition_rule_error,
+)
+
+__all__ = [
+    "CACHE_SCHEMA",
+    "DATASET_NAMES",
+    "LT_METHODS",
+    "NOISE_METHODS",
+    "ORIENTATIONS",
+    "PAPER_LR_WD_INTEGRAL",
+    "PAPER_STEPS",
+    "PER_CLASS_COLUMNS",
+    "PUBLISHED_LT_ACCURACY",
+    "RunResult",
+    "RunSpec",
+    "build_loss",
+    "check_parameters",
+    "claim_runs",
+    "claims_explanation",
+    "claims_markdown",
+    "claims_summary",
+    "class_mean_features",
+    "clear_runs",
+    "cpu_seconds",
+    "evaluate_claims",
+    "expand_schedule",
+    "experiment",
+    "experiment_specs",
+    "feature_geometry",
+    "format_noisy_table",
+    "history_series",
+    "initial_prototypes",
+    "is_cached",
+    "list_runs",
+    "long_tailed_claims",
+    "long_tailed_setup",
+    "lt_caption",
+    "lt_grid",
+    "lt_label_spec",
+    "lt_method",
+    "lt_spec",
+    "lt_table",
+    "lt_table_markdown",
+    "method_table",
+    "noise_method",
+    "noisy_accuracy_table",
+    "noisy_claims",
+    "noisy_grid",
+    "noisy_setup",
+    "noisy_spec",
+    "paper_steps_for",
+    "per_class_frame",
+    "plot_budget",
+    "prepare_data",
+    "published_lt_accuracy",
+    "published_lt_markdown",
+    "recorded_split_counts",
+    "results_frame",
+    "run",
+    "run_grouped",
+    "run_many",
+    "scale_sweep",
+    "select_noise_rates",
+    "select_runs",
+    "stack_over_seeds",
+    "steps_per_run",
+    "style_lt_tables",
+    "style_noisy_table",
+    "train_overrides",
+    "transition_rule_error",
+    "weight_decay_integral",
+    "write_claims",
+]
