@@ -58,6 +58,7 @@ from pathlib import Path
 
 from palviz.files import (
     PROFILES,
+    ProjectNotFound,
     StorageError,
     build_dir,
     cache_dir,
@@ -1176,6 +1177,9 @@ def main(argv: list[str] | None = None) -> int:
         except StorageError as err:  # a full or read-only disk: its one line says what to do
             print(f"palviz {args.command}: {err}", file=sys.stderr)
             return 1
+        except ProjectNotFound as err:
+            print(f"palviz {args.command}: {err}", file=sys.stderr)
+            return 2
         except KeyboardInterrupt as err:
             print(_stopped_line(args.command, err, stop.signum), file=sys.stderr)
             return 128 + stop.signum

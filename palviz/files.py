@@ -1,9 +1,11 @@
 """Where palviz keeps things, and how it writes them.
 
 Notebooks run with the working directory in ``notebooks/`` and the CLI from the project
-root, so every folder is resolved against the *project root*: the first directory, from the
-working directory upwards, that holds both ``pyproject.toml`` and ``notebooks/``. Each folder
-can be overridden by an environment variable:
+root, so every folder is resolved against the *project root*: ``$PALVIZ_ROOT``, else the first
+directory, from the working directory upwards, that holds both ``pyproject.toml`` and
+``notebooks/``, else the checkout the installed package lives in, so that a command behaves
+the same from any folder (:func:`project_root`). Each folder can be overridden by an
+environment variable:
 
 =================  ====================  ==========================================
 folder             variable              holds
@@ -17,7 +19,7 @@ folder             variable              holds
                                          a run whose folder is read-only)
 =================  ====================  ==========================================
 
-``PALVIZ_ROOT`` overrides the root itself. Writes that must never be seen half-done
+Writes that must never be seen half-done
 (caches, checkpoints, JSON results) go through :func:`atomic_write`.
 
 A write the file system refuses raises a :class:`StorageError` whose message is one line: the
@@ -66,18 +68,34 @@ def resolve_profile(profile: str | None = None, *, name: str = "profile") -> str
     return check_choice(name, profile, PROFILES)
 
 
+class ProjectNotFound(RuntimeError):
+    """No project root: not in a checkout, the package not installed from one, and no
+    ``$PALVIZ_ROOT``."""
+
+
+def is_checkout(folder: Path) -> bool:
+    """Whether ``folder`` is a palviz project: it holds ``pyproject.toml`` and ``notebooks/``."""
+    return (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir()
+
+
 def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The project root: ``$PALVIZ_ROOT``, else the nearest folder upwards from ``start``
-    (default: the working directory) holding ``pyproject.toml`` and ``notebooks/``, else
-    the working directory itself."""
+    """The project root: ``$PALVIZ_ROOT``, else the nearest checkout upwards from ``start``
+    (default: the working directory), else the checkout the installed package lives in (so
+    every command behaves the same from any folder); else :class:`ProjectNotFound`, naming
+    ``PALVIZ_ROOT``."""
     env = os.environ.get("PALVIZ_ROOT")
     if env:
         return Path(env).expanduser().resolve()
     here = Path(start or os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file() and (folder / "notebooks").is_dir():
+    installed = Path(__file__).resolve().parents[1]
+    for folder in (here, *here.parents, installed):
+        if is_checkout(folder):
             return folder
-    return here
+    raise ProjectNotFound(
+        f"no palviz project in {here} or above it, and the installed package ({installed})"
+        " is not in one: set PALVIZ_ROOT to the project folder (the one that holds"
+        " pyproject.toml and notebooks/)"
+    )
 
 
 #: The folders of the table above: the variable that moves each, and its name in the root.
