@@ -977,7 +977,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_methods(args: argparse.Namespace) -> int:
     """Print the method tables of the loss registry, or write them (and the departures from
     the reference code, :data:`palviz.experiments.recipes.DEPARTURES`) into docs/reference.md
-    and the README."""
+    and docs/departures.md."""
     from palviz.experiments import methods, recipes
 
     if args.write_docs:
@@ -987,9 +987,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
         current = recipes.write_departures(check=True)
         recipes.write_departures()
-        print(
-            f"departures: {'already up to date' if current else 'rewritten'} in {path}, README.md"
-        )
+        state = "already up to date" if current else "rewritten"
+        print(f"departures: {state} in {path}, {path.with_name('departures.md')}")
         return 0
     for task in (args.task,) if args.task else methods.TASKS:
         print(f"{task} methods (palviz.experiments.methods):\n")

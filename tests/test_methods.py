@@ -23,6 +23,30 @@ def test_docs_reference_holds_the_generated_method_tables():
     )
 
 
+def test_write_docs_rewrites_the_reference_and_the_departures_page(tmp_path, monkeypatch, capsys):
+    """`palviz methods --write-docs` writes the method tables of docs/reference.md and the
+    departures blocks of docs/reference.md and docs/departures.md, and nothing else."""
+    from palviz import cli
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("reference.md", "departures.md"):
+        (docs / name).write_text((ROOT / "docs" / name).read_text())
+    start, end = recipes._DEPARTURES_MARKERS
+    page = docs / "departures.md"
+    fresh = page.read_text()
+    page.write_text(fresh.replace(fresh[fresh.index(start) : fresh.index(end)], f"{start}\nold\n"))
+    monkeypatch.setenv("PALVIZ_ROOT", str(tmp_path))
+    assert cli.main(["methods", "--write-docs"]) == 0
+    out = capsys.readouterr().out
+    assert "departures: rewritten" in out and str(page) in out
+    assert page.read_text() == fresh
+    assert (docs / "reference.md").read_text() == (ROOT / "docs" / "reference.md").read_text()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["departures.md", "docs", "reference.md"]
+    assert cli.main(["methods", "--write-docs"]) == 0
+    assert "departures: already up to date" in capsys.readouterr().out
+
+
 def test_every_method_has_its_loss_and_variants():
     lt = methods.methods_of("long_tailed")
     for label, m in lt.items():

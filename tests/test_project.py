@@ -1,6 +1,7 @@
 """The project's own housekeeping: packaging, environment file, notebooks, paths."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -186,3 +187,84 @@ def test_citations_point_at_the_projects_own_reference_page():
             cited |= set(re.findall(r"\d+", match.group(1)))
     assert cited, "no citation of docs/reference.md found"
     assert cited <= sections, f"cited sections {sorted(cited - sections)} do not exist"
+
+
+#: The README is what a newcomer reads in five minutes; the rest lives one link away in docs/.
+MAX_README_LINES = 200
+
+
+def test_readme_is_at_most_200_lines():
+    lines = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_README_LINES, (
+        f"README.md has {lines} lines (at most {MAX_README_LINES}): move a section to a page "
+        "under docs/ and link it"
+    )
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a markdown heading: lower case, punctuation but ``-`` and ``_``
+    dropped, spaces made ``-``."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = _without_code(page.read_text(encoding="utf-8"), keep_headings=True)
+    slugs = [_slug(h) for h in re.findall(r"^#{1,6} (.+?)#*\s*$", text, re.MULTILINE)]
+    seen: dict[str, int] = {}
+    anchors = set()
+    for slug in slugs:  # GitHub numbers repeated headings: x, x-1, x-2, ...
+        anchors.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return anchors | set(re.findall(r"<a (?:id|name)=\"([^\"]+)\"", text))
+
+
+def _without_code(text: str, keep_headings: bool = False) -> str:
+    """``text`` without fenced code blocks and (unless ``keep_headings``) inline code."""
+    text = re.sub(r"^(```|~~~).*?^\1[^\n]*$", "", text, flags=re.MULTILINE | re.DOTALL)
+    return text if keep_headings else re.sub(r"`[^`\n]*`", "", text)
+
+
+def _relative_links(page: Path) -> list[str]:
+    text = _without_code(page.read_text(encoding="utf-8"))
+    targets = re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text)
+    return [t for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:", t)]  # no http:, mailto:
+
+
+def _broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    broken = []
+    for link in _relative_links(page):
+        path, _, anchor = link.partition("#")
+        target = (page.parent / path).resolve() if path else page
+        if not target.exists():
+            broken.append(f"{link} (no {os.path.relpath(target, root)})")
+        elif anchor and target.suffix == ".md" and anchor not in _anchors(target):
+            broken.append(f"{link} (no heading #{anchor} in {target.name})")
+    return broken
+
+
+@pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_of_the_docs_points_at_a_file_that_exists(page):
+    """Every relative link of README.md and docs/*.md names a file (or folder) of the
+    repository, and an anchor into a markdown page names one of its headings."""
+    broken = _broken_links(page)
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def test_the_link_check_finds_broken_links_and_anchors(tmp_path):
+    (tmp_path / "b.md").write_text("# B\n\n## Two words: `code`\n\n## Two words: `code`\n")
+    page = tmp_path / "a.md"
+    page.write_text(
+        "# Title\n\n[ok](b.md#two-words-code-1) [top](#title) [web](https://example.com)\n"
+        "[gone](c.md) [bad anchor](b.md#three) `[in code](d.md)`\n\n```\n[fenced](e.md)\n```\n"
+    )
+    assert _broken_links(page, tmp_path) == [
+        "c.md (no c.md)",
+        "b.md#three (no heading #three in b.md)",
+    ]
+    assert _slug("6.2 Noisy labels (APL tables, which PAL extends with FNPAL)") == (
+        "62-noisy-labels-apl-tables-which-pal-extends-with-fnpal"
+    )

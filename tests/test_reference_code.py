@@ -1,7 +1,7 @@
 """The ``paper`` profile as the reference code trains it: each model's classifier layer
 initialised as its reference does (LDAM-DRW's ``kaiming_normal_``, APL's ``xavier_uniform_``),
 APL's ``RandomRotation(20)`` on CIFAR-100, the training precision as a field of its own, and
-every departure from the reference code in one table (docs/reference.md 9, the README).
+every departure from the reference code in one table (docs/reference.md 9, docs/departures.md).
 
 Expected values are the reference definitions, computed here: Kaiming-normal (fan-in, gain
 sqrt 2) has std sqrt(2 / fan_in); Xavier-uniform is U(-b, b) with b = sqrt(6 / (fan_in +
@@ -435,9 +435,9 @@ def test_a_checkpoint_written_before_the_precision_field_resumes_as_fp32(tmp_pat
 # --------------------------------------------------------------------------- departures
 
 
-def test_docs_and_readme_hold_the_declared_departures():
+def test_reference_and_departures_pages_hold_the_declared_departures():
     assert recipes.write_departures(ROOT, check=True), (
-        "docs/reference.md 9 or the README's departures are stale: run "
+        "docs/reference.md 9 or docs/departures.md's departures are stale: run "
         "`palviz methods --write-docs`"
     )
 
@@ -465,16 +465,18 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
     for section in ("2.1", "2.2", "3", "4", "6.1", "6.2"):
         text += f"\n### {section} Part\n"
     (tmp_path / "docs" / "reference.md").write_text(text)
-    (tmp_path / "README.md").write_text(f"intro\n{start}\n{end}\nrest\n")
+    page = tmp_path / "docs" / "departures.md"
+    page.write_text(f"intro\n{start}\n{end}\nrest\n")
     assert not recipes.write_departures(tmp_path, check=True)
     assert "old" in (tmp_path / "docs" / "reference.md").read_text()  # check writes nothing
     assert recipes.write_departures(tmp_path)
     assert recipes.write_departures(tmp_path, check=True)
-    readme = (tmp_path / "README.md").read_text()
-    assert readme.startswith("intro\n") and readme.endswith(f"{end}\nrest\n")
-    assert "(docs/reference.md#62-part)" in readme
-    (tmp_path / "README.md").write_text("no markers\n")
-    with pytest.raises(ValueError, match="README.md has no block"):
+    text = page.read_text()
+    assert text.startswith("intro\n") and text.endswith(f"{end}\nrest\n")
+    assert "[docs/reference.md 6.2](reference.md#62-part)" in text  # a link beside reference.md
+    assert not (tmp_path / "README.md").exists()
+    page.write_text("no markers\n")
+    with pytest.raises(ValueError, match="departures.md has no block"):
         recipes.write_departures(tmp_path)
 
 

@@ -1,5 +1,6 @@
-"""``palviz report``: the README's measured blocks are written from docs/results/, never typed;
-``palviz figures`` leaves a timing record. No notebook runs here, nothing is trained."""
+"""``palviz report``: the measured blocks of docs/results.md are written from docs/results/,
+never typed; ``palviz figures`` leaves a timing record. No notebook runs here, nothing is
+trained."""
 
 from __future__ import annotations
 
@@ -15,16 +16,22 @@ from palviz import cli
 from palviz.experiments import report
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASURED = ("quick", "full")  # the profiles the README has a measured block for
+MEASURED = ("quick", "full")  # the profiles docs/results.md has a measured block for
 
 
-def _readme_with_markers(root: Path, profiles=MEASURED) -> Path:
+def _page(root: Path) -> Path:
+    """docs/results.md under ``root``, where the measured blocks live."""
+    return report.page_path(root)
+
+
+def _page_with_markers(root: Path, profiles=MEASURED) -> Path:
     lines = ["# a project", "", "prose before", ""]
     for profile in profiles:
         start, end = report.block_markers(profile)
         lines += [f"## {profile}", "", "words outside the block", "", start, end, ""]
     lines += ["## after", "", "prose after", ""]
-    path = root / "README.md"
+    path = _page(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
 
@@ -83,9 +90,10 @@ RESULTS_MD = (
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A tmp project root: README with both blocks, figures/full/ with every kind of result."""
+    """A tmp project root: docs/results.md with both blocks, figures/full/ with every kind of
+    result."""
     monkeypatch.delenv("PALVIZ_ROOT", raising=False)
-    _readme_with_markers(tmp_path)
+    _page_with_markers(tmp_path)
     figures = tmp_path / "figures"
     _claims_csv(figures, monkeypatch)
     source = figures / "full"
@@ -104,43 +112,48 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob("*.tmp"))
 
 
-# ------------------------------------------------------------------ the committed README
+# --------------------------------------------------------------- the committed results page
 
 
 @pytest.mark.parametrize("profile", MEASURED)
-def test_readme_block_is_what_report_writes_from_the_committed_results(profile):
-    diff = report.check_readme(profile, root=ROOT)
+def test_block_is_what_report_writes_from_the_committed_results(profile):
+    assert report.PAGE == "docs/results.md"
+    diff = report.check_page(profile, root=ROOT)
     assert diff == "", (
-        f"README.md's measured block of {profile} is not what docs/results/{profile}/ gives; "
+        f"docs/results.md's block of {profile} is not what docs/results/{profile}/ gives; "
         f"run `palviz report --profile {profile}` (do not edit it by hand):\n{diff}"
     )
 
 
 @pytest.mark.parametrize("profile", MEASURED)
-def test_a_hand_edit_of_a_readme_block_is_caught(profile, tmp_path, monkeypatch, capsys):
-    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+def test_a_hand_edit_of_a_block_is_caught(profile, tmp_path, monkeypatch, capsys):
+    page = _page(tmp_path)
+    page.parent.mkdir(parents=True)
+    shutil.copy(_page(ROOT), page)
     if (ROOT / "docs" / "results").is_dir():
         shutil.copytree(ROOT / "docs" / "results", tmp_path / "docs" / "results")
-    assert report.check_readme(profile, root=tmp_path) == ""
-    readme = tmp_path / "README.md"
-    text = readme.read_text()
+    assert report.check_page(profile, root=tmp_path) == ""
+    text = page.read_text()
     _, end = report.block_markers(profile)
-    readme.write_text(text.replace(end, "| CE | 99.9 |  (typed by hand)\n" + end))
-    diff = report.check_readme(profile, root=tmp_path)
+    page.write_text(text.replace(end, "| CE | 99.9 |  (typed by hand)\n" + end))
+    diff = report.check_page(profile, root=tmp_path)
     assert "-| CE | 99.9 |  (typed by hand)" in diff
     monkeypatch.setenv("PALVIZ_ROOT", str(tmp_path))
     assert cli.main(["report", "--profile", profile, "--check"]) == 1
     out, err = capsys.readouterr()
     assert "(typed by hand)" in out and f"palviz report --profile {profile}" in err
-    assert "(typed by hand)" in readme.read_text()  # --check wrote nothing
+    assert "(typed by hand)" in page.read_text()  # --check wrote nothing
 
 
-def test_readme_prose_outside_the_blocks_types_no_measurement():
-    text = (ROOT / "README.md").read_text()
+def test_prose_outside_the_blocks_types_no_measurement():
+    text = _page(ROOT).read_text()
     for profile in MEASURED:  # what the blocks hold is generated; the prose around them is not
         text = text.replace(_block(text, profile), "")
+    readme = (ROOT / "README.md").read_text()
+    for profile in MEASURED:  # the README links to the page and holds no block of its own
+        assert not any(marker in readme for marker in report.block_markers(profile))
     for phrase in ("Two fresh clones reproduced", "99.3-100 %", "79.7 %", "69.8 %", "637 s"):
-        assert phrase not in text
+        assert phrase not in text and phrase not in readme
 
 
 # ------------------------------------------------------------------- rendering, copying
@@ -155,9 +168,9 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
         "06_long_tailed_results.md",
     ]
     assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in copies)
-    assert report.write_readme("full", root=project) is True
-    assert report.write_readme("full", root=project) is False
-    text = (project / "README.md").read_text()
+    assert report.write_page("full", root=project) is True
+    assert report.write_page("full", root=project) is False
+    text = _page(project).read_text()
     block = _block(text, "full")
 
     from palviz.experiments.claims import claims_markdown, read_claims_file
@@ -177,23 +190,23 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
         assert words in block, words
     assert "words outside the block" in text and "prose after" in text
     assert _block(text, "quick") == "\n".join(report.block_markers("quick"))  # left alone
-    assert report.check_readme("full", root=project) == ""
+    assert report.check_page("full", root=project) == ""
     assert _leftovers(project) == []
 
 
 def test_the_block_reads_docs_results_only_never_figures(project):
     report.collect_results("full", root=project)
-    report.write_readme("full", root=project)
+    report.write_page("full", root=project)
     source = project / "figures" / "full"
     (source / "06_long_tailed_results.md").write_text("| CE | 12.3 |\n")
     (source / "timings.json").unlink()
-    assert report.check_readme("full", root=project) == ""  # figures/ changed; docs/ did not
+    assert report.check_page("full", root=project) == ""  # figures/ changed; docs/ did not
     (project / "docs" / "results" / "full" / "06_long_tailed_results.md").write_text("| x |\n")
-    assert "+| x |" in report.check_readme("full", root=project)
+    assert "+| x |" in report.check_page("full", root=project)
 
 
 def test_unmeasured_profile_says_so_and_names_the_two_commands(tmp_path):
-    _readme_with_markers(tmp_path)
+    _page_with_markers(tmp_path)
     block = report.render_block("full", root=tmp_path)
     assert "Not measured in this checkout" in block
     assert "`palviz figures --profile full`" in block
@@ -256,10 +269,11 @@ def test_unknown_profile_is_refused_with_the_profiles():
         cli.main(["report", "--profile", "huge"])
 
 
-def test_readme_without_markers_names_the_lines_to_add(tmp_path, monkeypatch, capsys):
-    (tmp_path / "README.md").write_text("# a README without blocks\n")
+def test_page_without_markers_names_the_lines_to_add(tmp_path, monkeypatch, capsys):
+    _page(tmp_path).parent.mkdir(parents=True)
+    _page(tmp_path).write_text("# a page without blocks\n")
     with pytest.raises(report.ReportError) as err:
-        report.check_readme("full", root=tmp_path)
+        report.check_page("full", root=tmp_path)
     start, end = report.block_markers("full")
     assert start in str(err.value) and end in str(err.value)
     assert start == "<!-- measured: full (palviz report --profile full) -->"
@@ -270,15 +284,16 @@ def test_readme_without_markers_names_the_lines_to_add(tmp_path, monkeypatch, ca
     (tmp_path / "figures" / "full" / "timings.json").write_text(json.dumps(_timings()))
     assert cli.main(["report", "--profile", "full"]) == 2
     assert start in capsys.readouterr().err
-    assert not (tmp_path / "docs").exists()  # nothing copied before the README was checked
+    assert not (tmp_path / "docs" / "results").exists()  # nothing copied before the check
 
 
 def test_markers_twice_or_reversed_are_refused(tmp_path):
     start, end = report.block_markers("full")
+    _page(tmp_path).parent.mkdir(parents=True)
     for text in (f"{start}\n{end}\n{start}\n{end}\n", f"{end}\n{start}\n"):
-        (tmp_path / "README.md").write_text(text)
+        _page(tmp_path).write_text(text)
         with pytest.raises(report.ReportError, match="once"):
-            report.check_readme("full", root=tmp_path)
+            report.check_page("full", root=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -291,7 +306,7 @@ def test_markers_twice_or_reversed_are_refused(tmp_path):
     ],
 )
 def test_bad_timing_records_are_refused_naming_the_file(tmp_path, content, message):
-    _readme_with_markers(tmp_path)
+    _page_with_markers(tmp_path)
     target = tmp_path / "docs" / "results" / "full"
     target.mkdir(parents=True)
     (target / "timings.json").write_text(content)
@@ -303,19 +318,19 @@ def test_bad_timing_records_are_refused_naming_the_file(tmp_path, content, messa
 # ------------------------------------------------------------------------------ atomicity
 
 
-def test_a_failed_readme_write_leaves_the_old_readme_and_no_temp_file(project, monkeypatch):
+def test_a_failed_page_write_leaves_the_old_page_and_no_temp_file(project, monkeypatch):
     from palviz import files
 
     report.collect_results("full", root=project)
-    before = (project / "README.md").read_text()
+    before = _page(project).read_text()
 
     def broken_replace(src, dst):
         raise OSError("disk full")
 
     monkeypatch.setattr(files.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
-        report.write_readme("full", root=project)
-    assert (project / "README.md").read_text() == before
+        report.write_page("full", root=project)
+    assert _page(project).read_text() == before
     assert _leftovers(project) == []
 
 
@@ -330,7 +345,7 @@ def test_report_command_copies_writes_checks_and_refreshes_the_gallery(
     galleries = []
     monkeypatch.setattr(cli, "cmd_gallery", lambda args: galleries.append(args.profile) or 0)
     assert cli.main(["report", "--profile", "full", "--check"]) == 1  # not written yet
-    assert not (project / "docs").exists()
+    assert not (project / "docs" / "results").exists()
     assert cli.main(["report", "--profile", "full"]) == 0
     assert (project / "docs" / "results" / "full" / "claims.csv").exists()
     assert galleries == []  # the gallery shows quick's figures only
@@ -341,7 +356,7 @@ def test_report_command_copies_writes_checks_and_refreshes_the_gallery(
     (quick / "timings.json").write_text(json.dumps(_timings(profile="quick")))
     assert cli.main(["report", "--profile", "quick"]) == 0
     assert galleries == ["quick"]
-    assert "2030-01-02" in _block((project / "README.md").read_text(), "quick")
+    assert "2030-01-02" in _block(_page(project).read_text(), "quick")
     assert cli.main(["report", "--profile", "quick", "--check"]) == 0
 
 

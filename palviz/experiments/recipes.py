@@ -900,7 +900,7 @@ def _section_anchor(reference_text: str, section: str) -> str:
 def departures_markdown(reference_text: str, link: str = "") -> str:
     """:data:`DEPARTURES` as a markdown table; each row links its section of docs/reference.md
     (``reference_text``, its text) at ``link`` (``""`` on that page itself,
-    ``"docs/reference.md"`` from the README)."""
+    ``"reference.md"`` from docs/departures.md)."""
     lines = ["| topic | the reference code | palviz | details |", "|---|---|---|---|"]
     for d in DEPARTURES:
         anchor = _section_anchor(reference_text, d.section)
@@ -911,16 +911,16 @@ def departures_markdown(reference_text: str, link: str = "") -> str:
 
 def write_departures(root: str | os.PathLike | None = None, *, check: bool = False) -> bool:
     """Write :func:`departures_markdown` between the departures markers of
-    ``docs/reference.md`` and ``README.md`` under ``root`` (default: the project's); with
-    ``check``, write nothing and return whether both are up to date. Returns ``True`` when
-    both hold the current table (after writing, always)."""
+    ``docs/reference.md`` and ``docs/departures.md`` under ``root`` (default: the project's);
+    with ``check``, write nothing and return whether both are up to date. Returns ``True``
+    when both hold the current table (after writing, always)."""
     root = Path(project_root() if root is None else root)
     reference = root / "docs" / "reference.md"
     reference_text = reference.read_text()
     start, end = _DEPARTURES_MARKERS
     pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
     current = True
-    for path, link in ((reference, ""), (root / "README.md", "docs/reference.md")):
+    for path, link in ((reference, ""), (root / "docs" / "departures.md", "reference.md")):
         text = reference_text if path == reference else path.read_text()
         if not pattern.search(text):
             raise ValueError(f"{path} has no block {start!r} ... {end!r}")

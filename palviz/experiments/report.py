@@ -1,11 +1,11 @@
-"""The README's measured results, written from result files, never typed.
+"""The measured results of ``docs/results.md``, written from result files, never typed.
 
 ``palviz figures --profile P`` leaves its result files in ``figures_dir(P)``: the claims
 table ``claims.csv`` (notebooks 06 and 07, :mod:`palviz.experiments.claims`), the timing record
 ``timings.json`` (:func:`palviz.cli.cmd_figures`) and the notebooks' result tables
 ``NN_<notebook>_results.md``. ``palviz report --profile P`` copies them into
-``docs/results/P/`` (committed with the README), then rewrites the README's block of that
-profile from those copies only, between the two marker lines
+``docs/results/P/`` (committed with the page), then rewrites the block of that profile in
+:data:`PAGE`, ``docs/results.md``, from those copies only, between the two marker lines
 
 ::
 
@@ -31,21 +31,25 @@ from palviz.files import PROFILES, atomic_write, figures_dir, project_root
 
 __all__ = [
     "ReportError",
+    "PAGE",
     "block_markers",
-    "check_readme",
+    "check_page",
     "collect_results",
+    "page_path",
     "render_block",
     "render_timings",
     "replace_block",
     "require_markers",
     "results_dir",
     "result_files",
-    "write_readme",
+    "write_page",
 ]
 
 CLAIMS = "claims.csv"
 TIMINGS = "timings.json"
 RESULTS_GLOB = "[0-9][0-9]_*_results.md"
+#: The page that holds the measured blocks, relative to the project root.
+PAGE = "docs/results.md"
 
 #: The keys of ``timings.json`` that :func:`render_timings` reads.
 TIMING_KEYS = (
@@ -66,8 +70,8 @@ TIMING_KEYS = (
 
 
 class ReportError(ValueError):
-    """Bad input to ``palviz report``: an unknown profile, a README without the block's
-    markers, an unreadable result file. The message says what to do."""
+    """Bad input to ``palviz report``: an unknown profile, a :data:`PAGE` without the
+    block's markers, an unreadable result file. The message says what to do."""
 
 
 def _profile(profile: str) -> str:
@@ -81,7 +85,7 @@ def _root(root: str | os.PathLike | None) -> Path:
 
 
 def block_markers(profile: str) -> tuple[str, str]:
-    """The first and last line of the README block of ``profile``."""
+    """The first and last line of the measured block of ``profile``."""
     _profile(profile)
     return (
         f"<!-- measured: {profile} (palviz report --profile {profile}) -->",
@@ -96,7 +100,7 @@ def results_dir(profile: str, root: str | os.PathLike | None = None) -> Path:
 
 
 def _figures_text(profile: str) -> str:
-    """Where ``palviz figures`` writes the profile's files, as the README names it."""
+    """Where ``palviz figures`` writes the profile's files, as the block names it."""
     return "figures/" if profile == "quick" else f"figures/{profile}/"
 
 
@@ -225,7 +229,7 @@ def render_timings(record: dict[str, Any]) -> str:
 
 def _demote(markdown: str, levels: int = 2) -> str:
     """Every heading ``#...`` outside code fences ``levels`` deeper (at most ``######``), so
-    that a file's headings sit under the README section."""
+    that a file's headings sit under the page's section."""
     out, fenced = [], False
     for line in markdown.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
@@ -238,7 +242,7 @@ def _demote(markdown: str, levels: int = 2) -> str:
 
 
 def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
-    """The README block of ``profile`` (its two marker lines included), from the files in
+    """The measured block of ``profile`` (its two marker lines included), from the files in
     :func:`results_dir` only."""
     from palviz.experiments.claims import claims_markdown, read_claims_file
 
@@ -295,14 +299,16 @@ def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
     return "\n\n".join(parts) + "\n\n" + end + "\n"
 
 
-# ---------------------------------------------------------------------------------- README
+# ------------------------------------------------------------------------------ the page
 
 
-def _readme(root: str | os.PathLike | None) -> Path:
-    return _root(root) / "README.md"
+def page_path(root: str | os.PathLike | None = None) -> Path:
+    """:data:`PAGE` under the project root (``root``, default
+    :func:`palviz.files.project_root`)."""
+    return _root(root) / PAGE
 
 
-def replace_block(text: str, profile: str, block: str, name: str = "README.md") -> str:
+def replace_block(text: str, profile: str, block: str, name: str = PAGE) -> str:
     """``text`` with the lines from the block's start marker to its end marker (both
     included) replaced by ``block``."""
     start, end = block_markers(profile)
@@ -323,46 +329,51 @@ def replace_block(text: str, profile: str, block: str, name: str = "README.md") 
 
 
 def require_markers(profile: str, root: str | os.PathLike | None = None) -> None:
-    """Raise :class:`ReportError`, saying which lines to add, unless the README holds the
+    """Raise :class:`ReportError`, saying which lines to add, unless :data:`PAGE` holds the
     block's two marker lines once each, in order."""
-    path = _readme(root)
+    path = page_path(root)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ReportError(f"cannot read {path}: {err}") from None
-    replace_block(text, profile, "", path.name)
+    replace_block(text, profile, "", PAGE)
 
 
 def _expected(profile: str, root: str | os.PathLike | None) -> tuple[Path, str, str]:
-    path = _readme(root)
+    path = page_path(root)
     try:
         old = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ReportError(f"cannot read {path}: {err}") from None
-    return path, old, replace_block(old, profile, render_block(profile, root), path.name)
+    return path, old, replace_block(old, profile, render_block(profile, root), PAGE)
 
 
-def check_readme(profile: str, root: str | os.PathLike | None = None) -> str:
-    """``""`` when the README's block of ``profile`` is what :func:`render_block` writes,
-    else a unified diff from the README to that. Writes nothing."""
-    path, old, new = _expected(profile, root)
+def check_page(profile: str, root: str | os.PathLike | None = None) -> str:
+    """``""`` when the block of ``profile`` in :data:`PAGE` is what :func:`render_block`
+    writes, else a unified diff from the page to that. Writes nothing."""
+    _, old, new = _expected(profile, root)
     if old == new:
         return ""
     diff = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
-        fromfile=f"{path.name} (as it is)",
-        tofile=f"{path.name} (palviz report --profile {profile})",
+        fromfile=f"{PAGE} (as it is)",
+        tofile=f"{PAGE} (palviz report --profile {profile})",
     )
     return "".join(diff)
 
 
-def write_readme(profile: str, root: str | os.PathLike | None = None) -> bool:
-    """Rewrite the README's block of ``profile`` from :func:`results_dir`, atomically;
-    ``True`` if it changed."""
+def write_page(profile: str, root: str | os.PathLike | None = None) -> bool:
+    """Rewrite the block of ``profile`` in :data:`PAGE` from :func:`results_dir`,
+    atomically; ``True`` if it changed."""
     path, old, new = _expected(profile, root)
     if old == new:
         return False
     with atomic_write(path, "wb") as handle:
         handle.write(new.encode("utf-8"))
     return True
+
+
+#: The names :func:`palviz.cli.cmd_report` calls (from when the blocks were in the README).
+check_readme = check_page
+write_readme = write_page
