@@ -34,8 +34,8 @@ docs/cluster.md).
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine). ``report`` copies the profile's result files
 (``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
-rewrites the README's measured block of that profile from them (:mod:`palviz.experiments.report`);
-``report --check`` only compares.
+rewrites the measured block of that profile in docs/results.md from them
+(:mod:`palviz.experiments.report`); ``report --check`` only compares.
 
 Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
 processes and notebook kernels are ended, one line says how many of the runs asked for are
@@ -361,7 +361,7 @@ def timings_record(
     total: float,
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
-    (:mod:`palviz.experiments.report` renders it into the README). ``training`` is what
+    (:mod:`palviz.experiments.report` renders it into docs/results.md). ``training`` is what
     :func:`train_missing` returned; its run counts are ``None`` when it is a plain number."""
     import datetime
 
@@ -935,23 +935,23 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Copy the profile's result files into docs/results/<profile>/ and rewrite its README
-    block from them (for ``quick`` also the gallery); ``--check``: only compare."""
+    """Copy the profile's result files into docs/results/<profile>/ and rewrite its block of
+    docs/results.md from them (for ``quick`` also the gallery); ``--check``: only compare."""
     from palviz.experiments import report
 
     try:
         if args.check:
-            diff = report.check_readme(args.profile)
+            diff = report.check_page(args.profile)
             if diff:
                 print(diff, end="")
                 print(
-                    f"README.md's measured block of {args.profile} differs from what "
+                    f"docs/results.md's measured block of {args.profile} differs from what "
                     f"docs/results/{args.profile}/ gives; rewrite it with: "
                     f"palviz report --profile {args.profile}",
                     file=sys.stderr,
                 )
                 return 1
-            print(f"README.md's measured block of {args.profile} is up to date")
+            print(f"docs/results.md's measured block of {args.profile} is up to date")
             return 0
         report.require_markers(args.profile)  # before anything is copied
         copies = report.collect_results(args.profile)
@@ -964,11 +964,14 @@ def cmd_report(args: argparse.Namespace) -> int:
                 f"no result files in {source} (run `palviz figures --profile {args.profile}` "
                 f"first); writing the block from docs/results/{args.profile}/ as it is"
             )
-        changed = report.write_readme(args.profile)
+        changed = report.write_page(args.profile)
     except report.ReportError as err:
         print(f"palviz report: {err}", file=sys.stderr)
         return 2
-    print(f"README.md: measured block of {args.profile} {'rewritten' if changed else 'unchanged'}")
+    print(
+        f"docs/results.md: measured block of {args.profile}"
+        f" {'rewritten' if changed else 'unchanged'}"
+    )
     if args.profile == "quick" and copies:
         return cmd_gallery(args)
     return 0
@@ -1076,7 +1079,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
     add_profile_option(p)
     p.set_defaults(func=cmd_gallery)
-    p = sub.add_parser("report", help="write the README's measured results from result files")
+    p = sub.add_parser("report", help="write docs/results.md's measured results from result files")
     add_profile_option(p)
     p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
     p.set_defaults(func=cmd_report)

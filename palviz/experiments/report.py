@@ -372,8 +372,3 @@ def write_page(profile: str, root: str | os.PathLike | None = None) -> bool:
     with atomic_write(path, "wb") as handle:
         handle.write(new.encode("utf-8"))
     return True
-
-
-#: The names :func:`palviz.cli.cmd_report` calls (from when the blocks were in the README).
-check_readme = check_page
-write_readme = write_page
