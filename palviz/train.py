@@ -66,7 +66,6 @@ __all__ = [
     "fit",
     "grad_scaler",
     "learning_rate",
-    "legacy_config_dict",
     "resolve_device",
 ]
 
@@ -78,8 +77,7 @@ _AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_FORMAT = 1
 # Config fields that may change between a checkpoint and its resumption: they change how a
 # run is shown or how fast it goes, not which parameters it ends with (on the same device).
-# ("amp" is the field that ``precision`` replaced: a checkpoint written before may hold it.)
-_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last")
+_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "channels_last")
 
 
 # --------------------------------------------------------------------------- config
@@ -250,38 +248,12 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """The inverse of :meth:`to_dict`; unknown keys are an error. A config written before
-        ``precision`` existed (with ``amp``, e.g. a cached run's ``spec.json``) is read as
-        :func:`legacy_config_dict` writes it: ``"fp32"``, unrotated."""
+        """The inverse of :meth:`to_dict`; unknown keys are an error."""
         names = {f.name for f in dataclasses.fields(cls)}
-        if "amp" in d:
-            if "precision" in d:
-                raise ValueError(
-                    f"TrainConfig: amp={d['amp']!r} is the field that precision replaced; give "
-                    f"only precision (one of {PRECISIONS}), got both"
-                )
-            d = {k: v for k, v in d.items() if k != "amp"}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(names)}")
         return cls(**d)
-
-
-def legacy_config_dict(config: TrainConfig) -> dict[str, Any]:
-    """``config.to_dict()`` as a config written before ``precision`` and ``rotation`` existed
-    spelled the same run, so that such runs keep their cache keys and checkpoints: an
-    unrotated ``"fp32"`` config is written with ``amp=True`` (the old default, which trained
-    in float32 on CPU, where every committed result of the CPU profiles was measured) and
-    without the two new fields. Any other precision or rotation keeps its fields, and so
-    differs from every old config. (A run cached on CUDA before then trained under float16
-    autocast and is taken for float32 now: clear such a cache with ``palviz runs --clear``.)"""
-    d = config.to_dict()
-    if d["rotation"] == 0:
-        del d["rotation"]
-    if d["precision"] == "fp32":
-        del d["precision"]
-        d["amp"] = True
-    return d
 
 
 def learning_rate(config: TrainConfig, epoch: int) -> float:
@@ -505,9 +477,7 @@ def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> 
             f"cannot resume from {path}: it is a checkpoint of format {found!r}, this version "
             f"of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train without resume"
         )
-    saved_config = saved["config"]
-    # a checkpoint written before the precision field existed: compare as it spelled configs
-    current = config.to_dict() if "precision" in saved_config else legacy_config_dict(config)
+    saved_config, current = saved["config"], config.to_dict()
     changed = sorted(
         k
         for k in set(saved_config) | set(current)

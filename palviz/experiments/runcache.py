@@ -63,12 +63,27 @@ from palviz.files import (
 )
 from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import ARCH_REVISIONS, ARCHS, make_model
+from palviz.models import ARCHS, make_model
 from palviz.threads import single_thread
-from palviz.train import TrainConfig, evaluate, fit, legacy_config_dict, resolve_device
+from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3
+
+
+#: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
+#: most 200 test samples (each class present keeps at least one).
+TOY = {"epochs": 1, "train": 200, "test": 200}
+
+
+def toy_sizes() -> dict | None:
+    """``RunSpec.toy`` of a spec made now without one: :data:`TOY` when ``$PALVIZ_TOY`` is set
+    (to anything but ``""``/``"0"``), else ``None``. The way a test or a command asks for the
+    ``paper`` profile's code path end to end on a CPU: the variable is read only when a spec
+    is made, and the spec then says it is a toy run (its ``spec.json`` and its key)."""
+    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
+        return None
+    return dict(TOY)
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,11 @@ class RunSpec:
       (docs/reference.md 4), drawn with ``seed``.
     - ``train_size``: keep a stratified subset of this many training samples first (used by
       the ``smoke`` profile to stay within seconds); ``None`` keeps all.
+    - ``toy``: ``None``, or the toy sizes ``{"epochs", "train", "test"}``: the run keeps its
+      recipe but trains ``epochs`` epochs on a class-stratified subset of at most ``train``
+      samples (taken after the long-tailed cut, before the label noise) and is tested on at
+      most ``test``; a toy run's key differs from the real run's by content. When not given:
+      :func:`toy_sizes` (``$PALVIZ_TOY``), read as the spec is made.
     - ``head``/``head_kw``: ``"linear"``, ``"cosine"`` (learnable, normalised) or
       ``"anchored"`` (PAL; ``normalize=True, scale=s`` is FNPAL).
 
@@ -102,6 +122,7 @@ class RunSpec:
     noise_rate: float = 0.0
     noise_kind: str = "symmetric"
     train_size: int | None = None
+    toy: dict | None = field(default_factory=toy_sizes)
     seed: int = 0
     train: TrainConfig = field(default_factory=TrainConfig)
     label: str = ""
@@ -121,6 +142,7 @@ class RunSpec:
         check_choice("RunSpec.noise_kind", self.noise_kind, ("symmetric", "asymmetric"))
         if self.train_size is not None:
             _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
+        _check_toy(self.toy)
         _check_int_field("seed", self.seed, 0, "an integer >= 0")
         if isinstance(self.train, dict):
             object.__setattr__(self, "train", _train_config(self.train))
@@ -154,23 +176,14 @@ class RunSpec:
         return cls(**d)
 
     def key(self) -> str:
-        """16 hex digits identifying the result: the spec without ``label``, palviz's version
-        and the cache schema (and, under ``PALVIZ_TOY``, the toy sizes: a toy run never
-        stands in for a real one). ``train`` enters as
-        :func:`palviz.train.legacy_config_dict` spells it and the arch's revision
-        (:data:`palviz.models.ARCH_REVISIONS`) only above 1, so the runs that neither change
-        keep their keys."""
+        """16 hex digits identifying the result: a hash of the spec (without ``label`` and
+        ``train.progress``, which only change how it is shown), palviz's version and
+        :data:`CACHE_SCHEMA`."""
         payload = self.to_dict()
         payload.pop("label")
-        payload["train"] = legacy_config_dict(self.train)
-        payload["train"].pop("progress", None)  # how a run is displayed does not change it
-        if ARCH_REVISIONS[self.arch] > 1:
-            payload["_arch_revision"] = ARCH_REVISIONS[self.arch]
+        payload["train"].pop("progress")
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
-        toy = toy_settings()
-        if toy is not None:
-            payload["_toy"] = toy
         text = json.dumps(payload, sort_keys=True, default=_jsonable)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -192,6 +205,17 @@ def _check_int_field(field_name: str, value: Any, minimum: int, rule: str) -> No
         raise _wrong_type(name, value, rule)
     if value < minimum:
         raise invalid(name, value, rule)
+
+
+def _check_toy(toy: Any) -> None:
+    """``RunSpec.toy`` is ``None`` or ``{"epochs", "train", "test"}`` of integers >= 1."""
+    rule = 'None or a dict {"epochs", "train", "test"} of integers >= 1'
+    if toy is None:
+        return
+    if not isinstance(toy, dict) or set(toy) != set(TOY):
+        raise _wrong_type("RunSpec.toy", toy, rule)
+    for value in toy.values():
+        _check_int_field("toy", value, 1, rule)
 
 
 def _train_config(d: dict) -> TrainConfig:
@@ -264,27 +288,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (tuple, set)):
         return list(value)
     raise TypeError(f"cannot put {type(value).__name__} into a run spec")
-
-
-#: ``PALVIZ_TOY=1``: every run trains 1 epoch on at most this many training samples and is
-#: tested on at most this many test samples (each class present keeps at least one).
-TOY_EPOCHS, TOY_TRAIN, TOY_TEST = 1, 200, 200
-
-
-def toy_settings() -> dict | None:
-    """The toy size override, ``{"epochs", "train", "test"}``, when ``$PALVIZ_TOY`` is set (to
-    anything but ``""``/``"0"``), else ``None``.
-
-    Under it every run keeps its dataset, network, loss and schedule (the long-tailed cut and
-    the label noise are drawn on the whole split as usual), then trains :data:`TOY_EPOCHS`
-    epoch on a seeded class-stratified subset of at most :data:`TOY_TRAIN` of those training
-    samples and is tested on a stratified subset of at most :data:`TOY_TEST` test samples.
-    For trying the ``paper`` profile's code path end to end on a CPU; the cache keys differ
-    from the real runs'.
-    """
-    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
-        return None
-    return {"epochs": TOY_EPOCHS, "train": TOY_TRAIN, "test": TOY_TEST}
 
 
 @dataclass
@@ -377,7 +380,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
-    toy = toy_settings()
+    toy = spec.toy
     if toy is not None:
         keep = _covering_subset(np.asarray(y), toy["train"], spec.seed)
         x, y = x[keep], y[keep]
@@ -603,7 +606,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
     info = prepared["info"]
-    toy = toy_settings()
+    toy = spec.toy
     config = spec.train if toy is None else dataclasses.replace(spec.train, epochs=toy["epochs"])
     torch.manual_seed(spec.seed)
     model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
@@ -656,7 +659,7 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "key": spec.key(),
         "profile_sizes": {"train": int(sum(counts)), "test": int(len(targets))},
         "train_counts": list(map(int, counts)),
-        "split_train_counts": list(map(int, prepared.get("split_train_counts", counts))),
+        "split_train_counts": list(map(int, prepared["split_train_counts"])),
         "history": record.history,
         "last_acc": float(ev["acc"]),
         "best_acc": float(record.best_acc) if record.best_acc is not None else None,
@@ -683,17 +686,11 @@ def recorded_split_counts(specs: Sequence[RunSpec]) -> list[int] | None:
     """The training class counts of the split the specs describe (long-tailed cut, training
     subset; before a toy reduction), read from the first of ``specs`` that is cached: what a
     notebook needs of the data when it renders from the cache without the dataset (e.g.
-    results unpacked from ``palviz runs unpack``). ``None`` when none is cached (or the runs
-    predate the record and are toy runs)."""
+    results unpacked from ``palviz runs unpack``). ``None`` when none is cached."""
     for spec in specs:
         result = read_cached(spec)
-        if result is None:
-            continue
-        m = result.metrics
-        if "split_train_counts" in m:
-            return [int(c) for c in m["split_train_counts"]]
-        if "toy" not in m:
-            return [int(c) for c in m["train_counts"]]
+        if result is not None:
+            return [int(c) for c in result.metrics["split_train_counts"]]
     return None
 
 
