@@ -25,6 +25,7 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 import palviz
+from palviz import evaluation
 from palviz import train as ptrain
 from palviz.data import BatchIterator, _epoch_generator, rotate_images
 from palviz.experiments import recipes, runcache
@@ -448,7 +449,7 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
 
 
 def test_the_train_module_keeps_one_list_of_precisions():
-    assert ptrain.PRECISIONS == tuple(ptrain._AUTOCAST_DTYPES)
+    assert ptrain.PRECISIONS == tuple(evaluation._AUTOCAST_DTYPES)
     assert TrainConfig().precision == "fp32"
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     assert "amp" not in names and {"precision", "rotation"} <= names

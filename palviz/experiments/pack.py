@@ -44,7 +44,8 @@ from typing import IO, Any
 import numpy as np
 
 import palviz
-from palviz.experiments.runcache import CACHE_SCHEMA, FEATURE_ARRAYS, RunSpec
+from palviz.experiments.cachedir import FEATURE_ARRAYS
+from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec
 from palviz.files import atomic_write, runs_dir
 
 #: The version of the archive layout (``manifest.json``'s ``format_version``).
