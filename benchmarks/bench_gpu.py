@@ -128,7 +128,7 @@ class Run:
             self.epoch += 1
 
     def steps(self, count: int) -> None:
-        """``count`` SGD steps as :func:`palviz.train.fit` takes them (its ``_train_epoch``),
+        """``count`` SGD steps as :func:`palviz.train.fit` takes them (its loop over batches),
         then a device synchronisation."""
         self.model.train()
         loss_sum = torch.zeros((), device=self.device)

@@ -573,7 +573,7 @@ NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from palviz.experiments.runcache import check_runs
+    from palviz.experiments.cachedir import check_runs
 
     rows = check_runs(fix=args.fix)
     if not rows:

@@ -43,7 +43,7 @@ from torch import nn
 from palviz.checks import check_choice, check_int, check_num_classes
 from palviz.heads import LinearHead, make_head
 
-__all__ = ["ARCHS", "ARCH_REVISIONS", "HEAD_INITS", "Classifier", "make_model"]
+__all__ = ["ARCHS", "HEAD_INITS", "Classifier", "make_model"]
 
 
 class Classifier(nn.Module):
@@ -388,20 +388,6 @@ HEAD_INITS: dict[str, str | None] = {
 reference code initialises its classifier layer; ``None``: PyTorch's default
 (``nn.Linear``'s Kaiming-uniform with ``a = sqrt(5)``, std ``1 / sqrt(3 fan_in)``). The bias
 keeps PyTorch's default everywhere, as in the reference codes."""
-
-ARCH_REVISIONS: dict[str, int] = {
-    "resnet32": 2,
-    "resnet34": 2,
-    "cnn_mnist": 2,
-    "cnn_cifar10": 2,
-    "mlp1d": 1,
-    "cnn1d": 1,
-    "cnn_digits": 1,
-}
-"""What :func:`make_model` builds for an arch, numbered: bump an arch's number whenever that
-changes, so that the run cache trains its runs again (``RunSpec.key`` enters a revision
-above 1; the archs at 1 keep the keys they always had). Revision 2: a linear head
-initialised as in the reference code (:data:`HEAD_INITS`), where it had PyTorch's default."""
 
 
 def make_model(

@@ -32,7 +32,6 @@ import math
 import os
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,10 +52,22 @@ from palviz.checks import (
     invalid,
 )
 from palviz.data import BatchIterator
+from palviz.evaluation import (
+    PRECISIONS,
+    autocast,
+    check_precision,
+    eval_batch_size,
+    evaluate,
+    evaluate_batches,
+    grad_scaler,
+    resolve_device,
+)
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
 from palviz.metrics import min_prototype_angle, nan_to_none
 
+# evaluate and the device and precision helpers are palviz.evaluation's; the callers of the
+# training loop find them here too
 __all__ = [
     "PRECISIONS",
     "FitRecord",
@@ -66,32 +77,24 @@ __all__ = [
     "fit",
     "grad_scaler",
     "learning_rate",
-    "legacy_config_dict",
     "resolve_device",
 ]
 
 SCHEDULES = ("multistep", "cosine", "constant")
-#: The precisions :class:`TrainConfig` and :func:`evaluate` take: float32 throughout, or
-#: ``torch.autocast`` to bfloat16 or float16 (float16 with gradient scaling).
-PRECISIONS = ("fp32", "bf16", "fp16")
-_AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_FORMAT = 1
 # Config fields that may change between a checkpoint and its resumption: they change how a
 # run is shown or how fast it goes, not which parameters it ends with (on the same device).
-# ("amp" is the field that ``precision`` replaced: a checkpoint written before may hold it.)
-_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "amp", "channels_last")
+_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "channels_last")
 
 
 # --------------------------------------------------------------------------- config
 
 
-def _as_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
-
-
 def _tuple_of(field: str, value: Any, check: Any, rule: str, *, empty: bool = True) -> tuple:
-    """``value`` as a tuple whose every item passes ``check(name, item)``, else ``rule``."""
+    """``value`` (a list from JSON, an array: any sequence) as a tuple whose every item passes
+    ``check(name, item)``, else an error naming ``TrainConfig.<field>`` and ``rule``."""
     name = f"TrainConfig.{field}"
+    value = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
     if not isinstance(value, tuple) or (not value and not empty):
         raise invalid(name, value, rule)
     try:
@@ -100,26 +103,19 @@ def _tuple_of(field: str, value: Any, check: Any, rule: str, *, empty: bool = Tr
         raise invalid(name, value, rule) from None
 
 
-def _milestone(name: str, value: Any) -> int:
-    return check_int(name, value, 1)
-
-
-def _check_device(device: Any) -> None:
-    if not isinstance(device, str):
-        raise invalid("TrainConfig.device", device, "a string: 'auto', 'cpu', 'cuda:0', ...")
-    if device != "auto":
-        try:
-            torch.device(device)
-        except RuntimeError:
-            raise invalid(
-                "TrainConfig.device", device, "'auto' or a torch device name ('cpu', 'cuda:0')"
-            ) from None
+def _is_device(name: Any) -> bool:
+    """Whether ``name`` is ``"auto"`` or the name of a torch device."""
+    try:
+        return isinstance(name, str) and (name == "auto" or torch.device(name) is not None)
+    except RuntimeError:
+        return False
 
 
 @dataclass
 class TrainConfig:
     """Everything :func:`fit` needs besides the model, loss and data; plain data that
-    round-trips through JSON (:meth:`to_dict`, :meth:`from_dict`).
+    round-trips through JSON (:meth:`to_dict`, :meth:`from_dict`), every field checked once,
+    when the config is made (an error names the field, the value and what is allowed).
 
     Optimiser: SGD with ``momentum`` (``nesterov`` optional) and ``weight_decay`` on every
     parameter, ``batch_size`` samples per step, ``epochs`` passes over the training split.
@@ -190,10 +186,8 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        # Lists (from JSON) become tuples, so equal configs compare equal; every number
-        # becomes a plain Python int or float, so the config is JSON-ready.
-        for name in ("milestones", "lr_factors", "mean", "std"):
-            setattr(self, name, _as_tuple(getattr(self, name)))
+        # Every value is checked and stored as plain Python data (tuples, ints, floats), so
+        # equal configs compare equal and the config is JSON-ready.
         f = "TrainConfig.{}".format
         self.epochs = check_int(f("epochs"), self.epochs, 1)
         self.batch_size = check_int(f("batch_size"), self.batch_size, 1)
@@ -204,7 +198,8 @@ class TrainConfig:
             raise invalid(f("momentum"), self.momentum, "> 0 when nesterov=True")
         self.weight_decay = check_non_negative(f("weight_decay"), self.weight_decay)
         self.schedule = check_choice(f("schedule"), self.schedule, SCHEDULES)
-        ms = _tuple_of("milestones", self.milestones, _milestone, "a tuple of integers >= 1")
+        rule = "a tuple of integers >= 1"
+        ms = _tuple_of("milestones", self.milestones, lambda n, v: check_int(n, v, 1), rule)
         if any(a >= b for a, b in zip(ms[:-1], ms[1:], strict=True)):
             raise invalid(f("milestones"), ms, "strictly increasing")
         self.milestones = ms
@@ -240,7 +235,9 @@ class TrainConfig:
         self.precision = check_choice(f("precision"), self.precision, PRECISIONS)
         self.channels_last = check_bool(f("channels_last"), self.channels_last)
         self.seed = check_int(f("seed"), self.seed, 0)
-        _check_device(self.device)
+        if not _is_device(self.device):
+            rule = "'auto' or a torch device name ('cpu', 'cuda', 'cuda:1', ...)"
+            raise invalid(f("device"), self.device, rule)
         self.eval_every = check_int(f("eval_every"), self.eval_every, 0)
         self.progress = check_bool(f("progress"), self.progress)
 
@@ -250,38 +247,12 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """The inverse of :meth:`to_dict`; unknown keys are an error. A config written before
-        ``precision`` existed (with ``amp``, e.g. a cached run's ``spec.json``) is read as
-        :func:`legacy_config_dict` writes it: ``"fp32"``, unrotated."""
+        """The inverse of :meth:`to_dict`; unknown keys are an error."""
         names = {f.name for f in dataclasses.fields(cls)}
-        if "amp" in d:
-            if "precision" in d:
-                raise ValueError(
-                    f"TrainConfig: amp={d['amp']!r} is the field that precision replaced; give "
-                    f"only precision (one of {PRECISIONS}), got both"
-                )
-            d = {k: v for k, v in d.items() if k != "amp"}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(names)}")
         return cls(**d)
-
-
-def legacy_config_dict(config: TrainConfig) -> dict[str, Any]:
-    """``config.to_dict()`` as a config written before ``precision`` and ``rotation`` existed
-    spelled the same run, so that such runs keep their cache keys and checkpoints: an
-    unrotated ``"fp32"`` config is written with ``amp=True`` (the old default, which trained
-    in float32 on CPU, where every committed result of the CPU profiles was measured) and
-    without the two new fields. Any other precision or rotation keeps its fields, and so
-    differs from every old config. (A run cached on CUDA before then trained under float16
-    autocast and is taken for float32 now: clear such a cache with ``palviz runs --clear``.)"""
-    d = config.to_dict()
-    if d["rotation"] == 0:
-        del d["rotation"]
-    if d["precision"] == "fp32":
-        del d["precision"]
-        d["amp"] = True
-    return d
 
 
 def learning_rate(config: TrainConfig, epoch: int) -> float:
@@ -355,15 +326,6 @@ class FitRecord:
 # --------------------------------------------------------------------------- helpers
 
 
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` -> CUDA if available, else CPU; anything else -> ``torch.device(device)``."""
-    if isinstance(device, torch.device):
-        return device
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
 def _epoch_seed(seed: int, epoch: int) -> int:
     """A torch seed that is a pure function of ``(seed, epoch)``, distinct across both."""
     return int(np.random.SeedSequence([seed, epoch, 1]).generate_state(1, dtype=np.uint64)[0] >> 1)
@@ -380,141 +342,20 @@ def _split(name: str, data: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return x, y
 
 
-def _eval_batch_size(device: torch.device) -> int:
-    return 1024 if device.type == "cuda" else 256
-
-
-def autocast(device: torch.device, precision: str) -> torch.autocast:
-    """The autocast context of a forward pass in ``precision`` (:data:`PRECISIONS`) on
-    ``device``: disabled for ``"fp32"``, else to bfloat16 or float16."""
-    dtype = _AUTOCAST_DTYPES[precision]
-    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
-
-
-def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
-    """The gradient scaler of a step in ``precision``: on for float16 only (bfloat16 has
-    float32's range)."""
-    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
-
-
-def _check_precision(device: torch.device, precision: str, name: str) -> None:
-    """``precision`` is one of :data:`PRECISIONS` and ``device`` can autocast to it."""
-    check_choice(name, precision, PRECISIONS)
-    dtype = _AUTOCAST_DTYPES[precision]
-    if dtype is None:
-        return
-    problem = None
-    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
-        problem = "this GPU has no bfloat16 support"
-    else:
-        try:
-            with warnings.catch_warnings():
-                # torch warns and disables autocast for a dtype the device does not support
-                warnings.simplefilter("error")
-                with torch.autocast(device.type, dtype=dtype):
-                    pass
-        except (RuntimeError, UserWarning) as err:
-            problem = str(err).strip().splitlines()[0]
-    if problem is not None:
-        raise invalid(name, precision, f"a precision {device.type} can autocast to ({problem})")
-
-
-@torch.no_grad()
-def _evaluate(
-    model: nn.Module, batches: BatchIterator, *, precision: str, keep_outputs: bool
-) -> dict[str, Any]:
-    """Accuracy (and, with ``keep_outputs``, logits and features) over ``batches``, counted
-    on the device."""
-    was_training = model.training
-    model.eval()
-    correct = total = None
-    logits_all, features_all = [], []
-    for xb, yb in batches.epoch(0):
-        with autocast(batches.device, precision):
-            logits, features = model.forward_features(xb)
-        k = logits.shape[1]
-        hits = yb[logits.argmax(1) == yb]
-        if correct is None:
-            correct = torch.zeros(k, dtype=torch.long, device=yb.device)
-            total = torch.zeros(k, dtype=torch.long, device=yb.device)
-        correct += torch.bincount(hits, minlength=k)
-        total += torch.bincount(yb, minlength=k)
-        if keep_outputs:
-            logits_all.append(logits.float().cpu())
-            features_all.append(features.float().cpu())
-    model.train(was_training)
-    correct, total = correct.cpu().numpy(), total.cpu().numpy()
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_class = np.where(total > 0, correct / np.maximum(total, 1), np.nan)
-    out: dict[str, Any] = {"acc": float(correct.sum() / total.sum()), "per_class_acc": per_class}
-    if keep_outputs:
-        out["logits"] = torch.cat(logits_all)
-        out["features"] = torch.cat(features_all)
-        out["targets"] = batches.y.cpu()
-    return out
-
-
-def evaluate(
-    model: nn.Module,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    batch_size: int | None = None,
-    mean: Any = None,
-    std: Any = None,
-    device: str | torch.device | None = None,
-    precision: str = "fp32",
-) -> dict[str, Any]:
-    """Run ``model`` (a :class:`palviz.models.Classifier`) over ``(x, y)`` in eval mode.
-
-    Args:
-        model: has ``forward_features(x) -> (logits, features)``.
-        x: ``[N, C, H, W]`` images (``uint8`` or float) or ``[N, D]`` vectors.
-        y: ``[N]`` labels.
-        batch_size: samples per forward pass; ``None``: 1024 on CUDA, 256 on CPU (oneDNN's
-            convolutions run faster on smaller batches: a ResNet-32 pass over 1,024 images
-            took half the CPU time with batches of 128-256 as with one batch of 1,024).
-        mean, std: normalisation, as in training (``TrainConfig.mean`` / ``.std``).
-        device: where to run; ``None`` = where the model's parameters are (the model is moved
-            otherwise).
-        precision: one of :data:`PRECISIONS`, as in training (``TrainConfig.precision``).
-
-    Returns:
-        ``logits`` ``[N, num_classes]`` and ``features`` ``[N, feat_dim]`` (float32, CPU),
-        ``targets`` ``[N]`` (CPU), ``acc`` (float), ``per_class_acc`` (``np.ndarray``
-        ``[num_classes]``, NaN for a class absent from ``y``).
-    """
-    if device is None:
-        first = next(model.parameters(), None)
-        dev = first.device if first is not None else torch.device("cpu")
-    else:
-        dev = resolve_device(device)
-    _check_precision(dev, precision, "precision")
-    model.to(dev)
-    batch_size = _eval_batch_size(dev) if batch_size is None else batch_size
-    batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
-    return _evaluate(model, batches, precision=precision, keep_outputs=True)
-
-
 def _check_resumable(saved: dict[str, Any], config: TrainConfig, path: Path) -> None:
-    """``saved`` (a checkpoint) must be of :data:`CHECKPOINT_FORMAT` and written with
-    ``config`` (up to the fields of ``_RESUMABLE_CHANGES``)."""
-    found = saved.get("format")
-    if found != CHECKPOINT_FORMAT:
+    """``saved`` (a checkpoint) is of :data:`CHECKPOINT_FORMAT` and was written with
+    ``config``, up to the fields of ``_RESUMABLE_CHANGES``."""
+    if saved.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(
-            f"cannot resume from {path}: it is a checkpoint of format {found!r}, this version "
-            f"of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train without resume"
+            f"cannot resume from {path}: it is a checkpoint of format {saved.get('format')!r}, "
+            f"this version of palviz reads format {CHECKPOINT_FORMAT!r}; delete it or train "
+            "without resume"
         )
-    saved_config = saved["config"]
-    # a checkpoint written before the precision field existed: compare as it spelled configs
-    current = config.to_dict() if "precision" in saved_config else legacy_config_dict(config)
-    changed = sorted(
-        k
-        for k in set(saved_config) | set(current)
-        if k not in _RESUMABLE_CHANGES and saved_config.get(k) != current.get(k)
-    )
+    old, new = saved["config"], config.to_dict()
+    keys = sorted((set(old) | set(new)) - set(_RESUMABLE_CHANGES))
+    changed = [k for k in keys if old.get(k) != new.get(k)]
     if changed:
-        detail = ", ".join(f"{k}: {saved_config.get(k)!r} -> {current.get(k)!r}" for k in changed)
+        detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed)
         raise ValueError(
             f"cannot resume from {path}: it was written by a run with another config ({detail}); "
             f"only {', '.join(_RESUMABLE_CHANGES)} may change"
@@ -543,178 +384,6 @@ def _drw_weights(
             f"cls_num_list has {len(cb_weights)} classes, the model's head {len(prototypes)}"
         )
     return cb_weights
-
-
-@dataclass
-class _Loop:
-    """What the epochs of one :func:`fit` call share."""
-
-    model: nn.Module
-    loss_fn: nn.Module
-    config: TrainConfig
-    device: torch.device
-    channels_last: bool
-    optimizer: torch.optim.Optimizer
-    scaler: torch.amp.GradScaler
-    cb_weights: torch.Tensor | None
-
-
-def _make_loop(
-    model: nn.Module,
-    loss_fn: nn.Module,
-    config: TrainConfig,
-    device: torch.device,
-    channels_last: bool,
-    cb_weights: torch.Tensor | None,
-) -> _Loop:
-    """SGD, and a gradient scaler that is active with float16 only."""
-    sgd = {"momentum": config.momentum, "nesterov": config.nesterov}
-    optimizer = torch.optim.SGD(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, **sgd
-    )
-    scaler = grad_scaler(device, config.precision)
-    weights = None if cb_weights is None else cb_weights.to(device)
-    return _Loop(model, loss_fn, config, device, channels_last, optimizer, scaler, weights)
-
-
-def _start_epoch(loop: _Loop, epoch: int) -> float:
-    """Seed, learning rate and DRW weights of ``epoch``, all functions of ``epoch`` only;
-    returns the learning rate."""
-    torch.manual_seed(_epoch_seed(loop.config.seed, epoch))  # model-side randomness, if any
-    lr = learning_rate(loop.config, epoch)
-    for group in loop.optimizer.param_groups:
-        group["lr"] = lr
-    if loop.cb_weights is not None:
-        # DRW: all ones (None) before drw_epoch, class-balanced weights from it on
-        loop.loss_fn.weight = loop.cb_weights if epoch >= loop.config.drw_epoch else None
-    if hasattr(loop.loss_fn, "set_epoch"):  # a loss with stages of its own (IB)
-        loop.loss_fn.set_epoch(epoch, loop.config.epochs)
-    return lr
-
-
-def _train_epoch(loop: _Loop, batches: BatchIterator, epoch: int) -> tuple[float, float]:
-    """One optimiser step per batch of ``epoch``; returns the training loss and accuracy as
-    running means over the epoch (each batch counted before its step, with the weights of that
-    moment), not those of the end-of-epoch model."""
-    model, optimizer, scaler, config = loop.model, loop.optimizer, loop.scaler, loop.config
-    model.train()
-    loss_sum = torch.zeros((), device=loop.device)
-    correct = torch.zeros((), dtype=torch.long, device=loop.device)
-    for xb, yb in batches.epoch(epoch):
-        if loop.channels_last:
-            xb = xb.contiguous(memory_format=torch.channels_last)
-        with autocast(loop.device, config.precision):
-            if getattr(loop.loss_fn, "needs_features", False):  # IB: the penultimate features
-                logits, features = model.forward_features(xb)
-                loss = loop.loss_fn(logits, yb, features=features)
-            else:
-                logits = model(xb)
-                loss = loop.loss_fn(logits, yb)
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        if config.grad_clip is not None:
-            scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        scaler.step(optimizer)
-        scaler.update()
-        # summed on the device: no host sync per batch
-        loss_sum += loss.detach().float() * len(yb)
-        correct += (logits.detach().argmax(1) == yb).sum()
-    n = batches.num_samples
-    return loss_sum.item() / n, correct.item() / n
-
-
-def _evaluates(config: TrainConfig, epoch: int) -> bool:
-    """Whether ``epoch`` is evaluated: every ``eval_every`` epochs, and always the last."""
-    last = epoch == config.epochs - 1
-    return last or bool(config.eval_every and (epoch + 1) % config.eval_every == 0)
-
-
-def _evaluation_row(loop: _Loop, batches: BatchIterator) -> dict[str, Any]:
-    """``test_acc``, ``per_class_acc`` and, for a head with prototypes, their minimum angle."""
-    result = _evaluate(loop.model, batches, precision=loop.config.precision, keep_outputs=False)
-    row: dict[str, Any] = {
-        "test_acc": result["acc"],
-        "per_class_acc": nan_to_none(result["per_class_acc"]),
-    }
-    prototypes = getattr(getattr(loop.model, "head", None), "prototypes", None)
-    if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
-        row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
-    return row
-
-
-def _save_checkpoint(
-    path: str | os.PathLike,
-    loop: _Loop,
-    epoch: int,
-    history: list[dict],
-    seconds: float,
-    resumed_from: list[int],
-) -> None:
-    save_torch(
-        path,
-        {
-            "format": CHECKPOINT_FORMAT,
-            "model": loop.model.state_dict(),
-            "optimizer": loop.optimizer.state_dict(),
-            "scaler": loop.scaler.state_dict(),
-            "epoch": epoch,
-            "history": history,
-            "config": loop.config.to_dict(),
-            "seconds": seconds,
-            "resumed_from": resumed_from,
-        },
-    )
-
-
-def _resume(
-    path: str | os.PathLike, loop: _Loop
-) -> tuple[int, list[dict[str, Any]], float, list[int]]:
-    """Load the checkpoint at ``path`` into the loop's model, optimiser and scaler; returns
-    the first epoch still to train, the history so far, the seconds spent and the earlier
-    resumptions' ``resumed_from``."""
-    state = torch.load(path, map_location=loop.device, weights_only=True)
-    _check_resumable(state, loop.config, Path(path))
-    loop.model.load_state_dict(state["model"])
-    loop.optimizer.load_state_dict(state["optimizer"])
-    loop.scaler.load_state_dict(state["scaler"])
-    earlier = [int(e) for e in state.get("resumed_from", [])]  # absent before it was kept
-    return state["epoch"] + 1, state["history"], state["seconds"], earlier
-
-
-def _progress_bar(config: TrainConfig, start: int) -> tqdm:
-    return tqdm(
-        range(start, config.epochs),
-        initial=start,
-        total=config.epochs,
-        desc="fit",
-        unit="epoch",
-        disable=not config.progress,
-    )
-
-
-def _show(bar: tqdm, row: dict[str, Any]) -> None:
-    postfix = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
-    if "test_acc" in row:
-        postfix["test"] = f"{row['test_acc']:.3f}"
-    bar.set_postfix(postfix)
-
-
-def _record(
-    config: TrainConfig, history: list[dict[str, Any]], seconds: float, resumed_from: list[int]
-) -> FitRecord:
-    evaluated = [r for r in history if "test_acc" in r]
-    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
-    return FitRecord(
-        config=config.to_dict(),
-        history=history,
-        final=dict(history[-1]),
-        last_acc=history[-1].get("test_acc"),
-        best_acc=None if best is None else best["test_acc"],
-        best_epoch=None if best is None else best["epoch"],
-        seconds=seconds,
-        resumed_from=list(resumed_from),
-    )
 
 
 # --------------------------------------------------------------------------- fit
@@ -760,8 +429,8 @@ def fit(
     Returns:
         A :class:`FitRecord`.
     """
+    # -- every check before any work
     config = TrainConfig() if config is None else config
-    # -- 0. every check before any work
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
     x, y = _split("train", train)
@@ -776,9 +445,9 @@ def fit(
             f"0 for inputs that are not N x C x H x W images (got shape {tuple(x.shape)})",
         )
     device = resolve_device(config.device)
-    _check_precision(device, config.precision, "TrainConfig.precision")
+    check_precision(device, config.precision, "TrainConfig.precision")
 
-    # -- 1. device, data, optimiser
+    # -- device, data, optimiser (SGD; a gradient scaler that is active with float16 only)
     channels_last = config.channels_last and x.dim() == 4
     model.to(device)
     if channels_last:
@@ -787,54 +456,131 @@ def fit(
         loss_fn.to(device)
     stats = {"mean": config.mean, "std": config.std, "device": device}
     train_batches = BatchIterator(
-        x,
-        y,
-        config.batch_size,
-        shuffle=True,
-        augment=config.augment,
-        rotation=config.rotation,
-        seed=config.seed,
-        **stats,
-    )
+        x, y, config.batch_size, shuffle=True, augment=config.augment,
+        rotation=config.rotation, seed=config.seed, **stats,
+    )  # fmt: skip
     test_batches = None
     if test is not None:
-        test_batches = BatchIterator(*test, _eval_batch_size(device), shuffle=False, **stats)
-    loop = _make_loop(model, loss_fn, config, device, channels_last, cb_weights)
+        test_batches = BatchIterator(*test, eval_batch_size(device), shuffle=False, **stats)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+        momentum=config.momentum, nesterov=config.nesterov,
+    )  # fmt: skip
+    scaler = grad_scaler(device, config.precision)
+    if cb_weights is not None:
+        cb_weights = cb_weights.to(device)
 
-    # -- 2. resume, 3. train
+    # -- resume: the model, optimiser and scaler of the last finished epoch
     start, history, seconds, resumed_from = 0, [], 0.0, []
     if resume and Path(checkpoint_path).exists():
-        start, history, seconds, resumed_from = _resume(checkpoint_path, loop)
-        resumed_from = [*resumed_from, start]
-        attempt = len(resumed_from) + 1
-        who = name or str(checkpoint_path)
+        state = torch.load(checkpoint_path, map_location=device, weights_only=True)
+        _check_resumable(state, config, Path(checkpoint_path))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        start, history, seconds = state["epoch"] + 1, state["history"], state["seconds"]
+        resumed_from = [*map(int, state["resumed_from"]), start]
         print(
-            f"resuming {who} from epoch {start} of {config.epochs} (attempt {attempt})",
+            f"resuming {name or checkpoint_path} from epoch {start} of {config.epochs} "
+            f"(attempt {len(resumed_from) + 1})",
             file=sys.stderr,
             flush=True,
         )
-    bar = _progress_bar(config, start)
+
+    # -- train
+    bar = tqdm(
+        range(start, config.epochs), initial=start, total=config.epochs, desc="fit",
+        unit="epoch", disable=not config.progress,
+    )  # fmt: skip
     for epoch in bar:
         t0 = time.perf_counter()
-        lr = _start_epoch(loop, epoch)
-        train_loss, train_acc = _train_epoch(loop, train_batches, epoch)
+        # the seed, the learning rate and the class weights of an epoch are functions of it
+        torch.manual_seed(_epoch_seed(config.seed, epoch))  # model-side randomness, if any
+        lr = learning_rate(config, epoch)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        if cb_weights is not None:  # DRW: all ones (None) before drw_epoch, then class-balanced
+            loss_fn.weight = cb_weights if epoch >= config.drw_epoch else None
+        if hasattr(loss_fn, "set_epoch"):  # a loss with stages of its own (IB)
+            loss_fn.set_epoch(epoch, config.epochs)
+        model.train()
+        # running means over the epoch, each batch counted before its step, summed on the
+        # device (no host sync per batch)
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), dtype=torch.long, device=device)
+        for xb, yb in train_batches.epoch(epoch):
+            if channels_last:
+                xb = xb.contiguous(memory_format=torch.channels_last)
+            with autocast(device, config.precision):
+                if getattr(loss_fn, "needs_features", False):  # IB: the penultimate features
+                    logits, features = model.forward_features(xb)
+                    loss = loss_fn(logits, yb, features=features)
+                else:
+                    logits = model(xb)
+                    loss = loss_fn(logits, yb)
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if config.grad_clip is not None:
+                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            loss_sum += loss.detach().float() * len(yb)
+            correct += (logits.detach().argmax(1) == yb).sum()
+        n = train_batches.num_samples
         row: dict[str, Any] = {
             "epoch": epoch,
             "lr": lr,
-            "train_loss": train_loss,
-            "train_acc": train_acc,
+            "train_loss": loss_sum.item() / n,
+            "train_acc": correct.item() / n,
             "seconds": time.perf_counter() - t0,
         }
-        if test_batches is not None and _evaluates(config, epoch):
-            row.update(_evaluation_row(loop, test_batches))
+        # evaluate every eval_every epochs, and always after the last
+        due = config.eval_every and (epoch + 1) % config.eval_every == 0
+        if test_batches is not None and (due or epoch == config.epochs - 1):
+            result = evaluate_batches(
+                model, test_batches, precision=config.precision, keep_outputs=False
+            )
+            row["test_acc"] = result["acc"]
+            row["per_class_acc"] = nan_to_none(result["per_class_acc"])
+            prototypes = getattr(getattr(model, "head", None), "prototypes", None)
+            if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
+                row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:
-            _save_checkpoint(checkpoint_path, loop, epoch, history, seconds, resumed_from)
-        _show(bar, row)
+            save_torch(
+                checkpoint_path,
+                {
+                    "format": CHECKPOINT_FORMAT,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scaler": scaler.state_dict(),
+                    "epoch": epoch,
+                    "history": history,
+                    "config": config.to_dict(),
+                    "seconds": seconds,
+                    "resumed_from": resumed_from,
+                },
+            )
+        shown = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
+        if "test_acc" in row:
+            shown["test"] = f"{row['test_acc']:.3f}"
+        bar.set_postfix(shown)
     bar.close()
 
-    # -- 4. the record
+    # -- the record
     if not history:
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
-    return _record(config, history, seconds, resumed_from)
+    evaluated = [r for r in history if "test_acc" in r]
+    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
+    return FitRecord(
+        config=config.to_dict(),
+        history=history,
+        final=dict(history[-1]),
+        last_acc=history[-1].get("test_acc"),
+        best_acc=None if best is None else best["test_acc"],
+        best_epoch=None if best is None else best["epoch"],
+        seconds=seconds,
+        resumed_from=list(resumed_from),
+    )

@@ -248,16 +248,16 @@ class Preempted(Exception):
 
 def test_a_resumed_run_says_so_and_records_its_attempts(runs, tmp_path, monkeypatch, capfd):
     spec = ex.lt_spec("CE", profile="smoke", epochs=3)
-    save = ptrain._save_checkpoint
+    save = ptrain.save_torch
     stops = iter([0, 1])  # killed after the first and the second epoch
     stop = {"at": next(stops)}
 
-    def killed_after(path, loop, epoch, *rest):
-        save(path, loop, epoch, *rest)
-        if stop["at"] is not None and epoch == stop["at"]:
-            raise Preempted(epoch)
+    def killed_after(path, state):
+        save(path, state)
+        if stop["at"] is not None and state["epoch"] == stop["at"]:
+            raise Preempted(state["epoch"])
 
-    monkeypatch.setattr(ptrain, "_save_checkpoint", killed_after)
+    monkeypatch.setattr(ptrain, "save_torch", killed_after)
     with pytest.raises(Preempted):
         ex.run(spec)
     stop["at"] = next(stops)

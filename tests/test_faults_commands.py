@@ -28,9 +28,9 @@ from cluster_support import require_engine
 from palviz import cli
 from palviz import experiments as ex
 from palviz.experiments import plan, recipes
+from palviz.experiments.cachedir import check_runs
 from palviz.experiments.locks import RunLock
 from palviz.experiments.params import SCHEMAS, check_parameters
-from palviz.experiments.runcache import check_runs
 from palviz.files import PROFILES, save_torch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,7 @@
-"""The table methods derive from the loss registry: one declaration of a loss reaches
-``make_loss``, the method tables (and ``docs/reference.md``), the spec builders and, once a
-profile names it, the plan; registering never changes a profile's grid by itself."""
+"""The table methods are data of the experiment layer (``methods.TABLE_METHODS``) over the
+loss registry: one registered loss and one row reach ``make_loss``, the method tables (and
+``docs/reference.md``), the spec builders and, once a profile names it, the plan; neither
+changes a profile's grid by itself."""
 
 from __future__ import annotations
 
@@ -67,15 +68,11 @@ def test_profiles_name_only_registered_methods(profile):
 
 
 @pytest.fixture
-def extra_loss():
-    """A loss registered for the duration of a test (and removed after it)."""
+def extra_loss(monkeypatch):
+    """A loss registered, with a row of the method table, for the duration of a test (and
+    removed after it)."""
 
-    @registry.register_loss(
-        "test_shifted_ce",
-        needs=("class_counts",),
-        source="a test",
-        methods=[registry.long_tailed("Shifted-CE", shift=0.5)],
-    )
+    @registry.register_loss("test_shifted_ce", needs=("class_counts",), source="a test")
     class ShiftedCE(nn.Module):
         """CE of logits shifted by ``shift`` times log class frequency (a test loss)."""
 
@@ -88,6 +85,8 @@ def extra_loss():
         def forward(self, logits, targets):
             return nn.functional.cross_entropy(logits + self.shift * self.prior, targets)
 
+    row = methods.long_tailed("Shifted-CE", "test_shifted_ce", shift=0.5)
+    monkeypatch.setattr(methods, "TABLE_METHODS", (*methods.TABLE_METHODS, row))
     yield ShiftedCE
     del registry.LOSSES["test_shifted_ce"]
 
@@ -119,12 +118,24 @@ def test_registering_a_loss_never_changes_a_profiles_grid(extra_loss, profile):
             needs=("class_counts",),
             head="linear",
             source="a test",
-            methods=(),
             arguments=("cls_num_list", "shift"),
             defaults={"shift": 1.0},
             summary="",
         )
     assert before == without
+
+
+def test_a_bad_row_of_the_method_table_is_refused_naming_it():
+    cases = [
+        (methods.long_tailed("Fresh", "ce", qq=1.0), r"'Fresh' passes \['qq'\]"),
+        (methods.long_tailed("CE", "ce"), "'CE' is declared twice"),
+        (methods.noisy("Fresh", "cee"), "loss must be one of"),
+        (methods.TableMethod("Fresh", "balanced", "ce"), "task must be one of"),
+    ]
+    for row, message in cases:
+        with pytest.raises(ValueError, match=message):
+            methods.check_table((*methods.TABLE_METHODS, row))
+    methods.check_table(methods.TABLE_METHODS)
 
 
 def test_palviz_methods_prints_both_tables(capsys):

@@ -13,7 +13,8 @@ import pytest
 
 from palviz import cli
 from palviz.experiments import pack
-from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, entry_problem, read_cached, run
+from palviz.experiments.cachedir import entry_problem
+from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, read_cached, run
 from palviz.files import save_npz
 
 ROOT = Path(__file__).resolve().parents[1]

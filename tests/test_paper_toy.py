@@ -16,7 +16,7 @@ from test_paper_profile import write_cifar10
 from palviz import cli
 from palviz import experiments as ex
 from palviz.data import long_tail_counts
-from palviz.experiments.runcache import TOY_TEST, TOY_TRAIN
+from palviz.experiments.runcache import TOY
 
 
 def write_cifar100(root, per_class_train=100, per_class_test=2, seed=0):
@@ -78,18 +78,21 @@ def test_toy_runs_keep_the_recipe_at_a_tiny_size(toy_paper):
     spec = ex.lt_spec("LDAM-DRW", pal=True, profile="paper", dataset="cifar100")
     result = ex.run(spec)
     m = result.metrics
-    assert m["toy"] == {"epochs": 1, "train": TOY_TRAIN, "test": TOY_TEST}
+    assert spec.toy == m["toy"] == TOY == {"epochs": 1, "train": 200, "test": 200}
     assert len(m["history"]) == 1 and spec.train.epochs == 200
-    assert m["profile_sizes"]["train"] <= TOY_TRAIN + 100 and min(m["train_counts"]) >= 1
-    assert m["profile_sizes"]["test"] == TOY_TEST
+    assert m["profile_sizes"]["train"] <= TOY["train"] + 100 and min(m["train_counts"]) >= 1
+    assert m["profile_sizes"]["test"] == TOY["test"]
     assert m["train_counts"][0] > m["train_counts"][-1]  # still long-tailed
     # the long-tailed split before the toy reduction, recorded for rendering without the data
     split = long_tail_counts(100, 100, 100)
     assert m["split_train_counts"] == split and sum(m["train_counts"]) < sum(split)
     assert ex.recorded_split_counts([spec]) == split
     assert result.features()["features"].shape[1] == 64  # ResNet-32
+    assert json.loads((result.path / "spec.json").read_text())["toy"] == TOY
     os.environ.pop("PALVIZ_TOY")
-    assert not ex.is_cached(spec)  # a toy run never stands in for a real one
+    real = ex.lt_spec("LDAM-DRW", pal=True, profile="paper", dataset="cifar100")
+    assert real.toy is None and real == spec.replace(toy=None)
+    assert not ex.is_cached(real)  # a toy run never stands in for a real one
 
 
 SLOW = pytest.mark.skipif(not os.environ.get("PALVIZ_SLOW"), reason="set PALVIZ_SLOW=1")

@@ -25,13 +25,14 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 import palviz
+from palviz import evaluation
 from palviz import train as ptrain
 from palviz.data import BatchIterator, _epoch_generator, rotate_images
 from palviz.experiments import recipes, runcache
 from palviz.experiments.runcache import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
-from palviz.models import ARCH_REVISIONS, ARCHS, HEAD_INITS, make_model, resnet32
+from palviz.models import ARCHS, HEAD_INITS, make_model, resnet32
 from palviz.threads import single_thread
 from palviz.train import PRECISIONS, TrainConfig, evaluate, fit
 
@@ -129,11 +130,6 @@ def test_a_cosine_head_on_resnet32_is_initialised_as_before():
     assert torch.allclose(got.norm(dim=1), torch.ones(10))  # NormedLinear's unit rows
 
 
-def test_every_changed_arch_has_a_new_revision_and_the_others_keep_theirs():
-    for arch in ARCHS:
-        assert ARCH_REVISIONS[arch] == (2 if HEAD_INITS[arch] else 1), arch
-
-
 # --------------------------------------------------------------------------- cache keys
 
 
@@ -142,31 +138,17 @@ def spec(arch: str = "cnn1d", dataset: str = "mnist1d", **train) -> RunSpec:
     return RunSpec(dataset=dataset, arch=arch, loss="ce", train=config)
 
 
-def legacy_key(s: RunSpec) -> str:
-    """The key as palviz computed it before ``precision`` and ``rotation`` existed: the spec
-    without its label, ``train`` with ``amp=True`` and without ``progress``."""
+def test_the_key_hashes_the_spec_as_it_is():
+    """No field is respelled: the spec without its label and ``train.progress``, palviz's
+    version and the cache schema."""
+    s = spec("cnn_mnist", "mnist")
     payload = s.to_dict()
     payload.pop("label")
-    train = payload["train"]
-    for name in ("precision", "rotation", "progress"):
-        train.pop(name)
-    train["amp"] = True
-    payload["_version"] = palviz.__version__
-    payload["_schema"] = runcache.CACHE_SCHEMA
+    payload["train"].pop("progress")
+    payload.update(_version=palviz.__version__, _schema=runcache.CACHE_SCHEMA)
     text = json.dumps(payload, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def test_an_fp32_unrotated_run_of_an_unchanged_arch_keeps_its_old_key():
-    s = spec()
-    assert s.key() == legacy_key(s)
-
-
-def test_the_changed_archs_get_new_keys(monkeypatch):
-    s = spec("cnn_mnist", "mnist")
-    assert s.key() != legacy_key(s)
-    monkeypatch.setitem(ARCH_REVISIONS, "cnn_mnist", 1)
-    assert s.key() == legacy_key(s)  # the revision is what tells them apart
+    assert s.key() == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert s.key() == s.replace(label="x", train={"progress": True}).key()
 
 
 def test_precision_and_rotation_change_the_key():
@@ -192,16 +174,9 @@ def test_an_unknown_precision_is_refused_naming_the_field_and_the_choices(bad):
     assert "TrainConfig.precision" in text and all(p in text for p in PRECISIONS)
 
 
-def test_a_spec_written_before_the_precision_field_reads_back_as_fp32_with_its_old_key():
-    s = spec()
-    old = s.to_dict()
-    for name in ("precision", "rotation"):
-        del old["train"][name]
-    old["train"]["amp"] = True  # a cached run's spec.json, as it was written then
-    back = RunSpec.from_dict(old)
-    assert back == s and back.train.precision == "fp32" and back.key() == legacy_key(s)
-    with pytest.raises(ValueError, match="amp.*precision replaced.*got both"):
-        TrainConfig.from_dict({"amp": True, "precision": "fp16"})
+def test_a_config_with_a_field_palviz_does_not_have_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"unknown TrainConfig fields \['amp'\]"):
+        TrainConfig.from_dict({"amp": True})
 
 
 @pytest.mark.parametrize("bad", [-1, 181, float("nan"), "20"])
@@ -414,22 +389,17 @@ def test_a_device_that_cannot_autocast_to_the_dtype_is_refused_before_training(m
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
 
 
-def test_a_checkpoint_written_before_the_precision_field_resumes_as_fp32(tmp_path):
+def test_a_checkpoint_of_one_precision_does_not_resume_in_another(tmp_path):
     _, first, _ = tiny_fit("fp32", tmp_path)
-    path = tmp_path / "c.pt"
-    state = torch.load(path, weights_only=True)
-    legacy = {k: v for k, v in state["config"].items() if k not in ("precision", "rotation")}
-    torch.save({**state, "config": {**legacy, "amp": True}}, path)  # as it was written then
-    data = tiny_data()
-    config = tiny_config("fp32")
-    record = fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, data, config,
-                 checkpoint_path=path, resume=True)  # fmt: skip
-    assert record.history == first.history  # read back: the finished epoch, nothing trained
+    path, data, config = tmp_path / "c.pt", tiny_data(), tiny_config("fp32")
     for precision in ("bf16", "fp16"):  # another precision is another run
-        with pytest.raises(ValueError, match=f"precision: None -> '{precision}'"):
+        with pytest.raises(ValueError, match=f"precision: 'fp32' -> '{precision}'"):
             fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, None,
                 dataclasses.replace(config, precision=precision), checkpoint_path=path,
                 resume=True)  # fmt: skip
+    record = fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, data, config,
+                 checkpoint_path=path, resume=True)  # fmt: skip
+    assert record.history == first.history  # read back: the finished epoch, nothing trained
 
 
 # --------------------------------------------------------------------------- departures
@@ -481,7 +451,7 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
 
 
 def test_the_train_module_keeps_one_list_of_precisions():
-    assert ptrain.PRECISIONS == tuple(ptrain._AUTOCAST_DTYPES)
+    assert ptrain.PRECISIONS == tuple(evaluation._AUTOCAST_DTYPES)
     assert TrainConfig().precision == "fp32"
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     assert "amp" not in names and {"precision", "rotation"} <= names

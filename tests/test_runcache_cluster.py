@@ -18,7 +18,8 @@ from cluster_support import require_engine
 from palviz import cli
 from palviz import experiments as ex
 from palviz.experiments import cluster, locks, workers
-from palviz.experiments.runcache import RunSpec, check_runs
+from palviz.experiments.cachedir import check_runs
+from palviz.experiments.runcache import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 

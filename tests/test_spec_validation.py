@@ -58,6 +58,8 @@ BAD = [
     ({"noise_kind": "pair"}, "RunSpec.noise_kind", ["symmetric", "asymmetric"], ValueError),
     ({"train_size": 1}, "RunSpec.train_size", ["None or an integer >= 2"], ValueError),
     ({"train_size": 2.5}, "RunSpec.train_size", ["None or an integer >= 2"], TypeError),
+    ({"toy": {"epochs": 1}}, "RunSpec.toy", ['"epochs", "train", "test"'], TypeError),
+    ({"toy": {"epochs": 0, "train": 9, "test": 9}}, "RunSpec.toy", ["integers >= 1"], ValueError),
     ({"seed": -1}, "RunSpec.seed", ["an integer >= 0"], ValueError),
     ({"seed": True}, "RunSpec.seed", ["an integer >= 0"], TypeError),
     ({"seed": "0"}, "RunSpec.seed", ["an integer >= 0"], TypeError),

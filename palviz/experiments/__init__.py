@@ -4,7 +4,8 @@ A notebook imports this package once (``from palviz import experiments as ex``) 
 subject modules it teaches. Its modules:
 
 - :mod:`~palviz.experiments.runcache` a run as plain data (:class:`RunSpec`, checked when
-  made), the run cache, :func:`run` (train one spec in this process, or read it)
+  made), the run cache, :func:`run` (train one spec in this process, or read it);
+  :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
   local process pools (GPU slots), submitit or Dask; :mod:`~palviz.experiments.workers` what a
@@ -31,6 +32,7 @@ from palviz.experiments.budget import (
     steps_per_run,
     weight_decay_integral,
 )
+from palviz.experiments.cachedir import clear_runs, list_runs
 from palviz.experiments.claims import (
     claim_runs,
     claims_explanation,
@@ -71,12 +73,10 @@ from palviz.experiments.runcache import (
     RunResult,
     RunSpec,
     build_loss,
-    clear_runs,
     cpu_seconds,
     history_series,
     initial_prototypes,
     is_cached,
-    list_runs,
     prepare_data,
     recorded_split_counts,
     run,

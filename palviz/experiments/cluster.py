@@ -44,14 +44,8 @@ from typing import Any
 
 import torch
 
-from palviz.experiments.runcache import (
-    RunResult,
-    RunSpec,
-    check_cache_writable,
-    is_cached,
-    read_cached,
-    run,
-)
+from palviz.experiments.cachedir import check_cache_writable
+from palviz.experiments.runcache import RunResult, RunSpec, is_cached, read_cached, run
 from palviz.experiments.workers import init_worker, starting_workers
 from palviz.files import runs_dir
 
@@ -391,8 +385,7 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
     ``--gres=gpu:1 --cpus-per-task=4 --time=12:00:00``). Each task's log is appended to on a
     requeue (``--open-mode=append``) and the run resumes from its checkpoint. With
     ``count == 0`` the script submits nothing and says so. The run cache and data folders
-    (and ``PALVIZ_TOY``, which changes the keys) are fixed to this process's; ``name`` is
-    how the script's comment calls it."""
+    are fixed to this process's; ``name`` is how the script's comment calls it."""
     from palviz.files import data_dir
 
     plan = Path(plan_file).resolve()
@@ -403,8 +396,6 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
             f"echo {said}\n"
         )
     env = {"PALVIZ_RUNS": str(runs_dir()), "PALVIZ_DATA": str(data_dir())}
-    if os.environ.get("PALVIZ_TOY"):
-        env["PALVIZ_TOY"] = os.environ["PALVIZ_TOY"]
     train = f"{shlex.quote(sys.executable)} -m palviz train {shlex.quote(str(plan))}"
     wrap = shlex.quote(f"{train} --index $SLURM_ARRAY_TASK_ID")  # expanded in the task
     lines = [

@@ -1,8 +1,8 @@
-"""The methods of the experiment tables, derived from the loss registry.
+"""The methods of the experiment tables, declared here as data: :data:`TABLE_METHODS`.
 
-Each loss declares its table methods where it is defined
-(:func:`palviz.losses.registry.register_loss`); this module adds the prototype-anchored
-variants and tells, for a method's label, which loss, arguments and head it trains:
+Each row names a registered loss (:mod:`palviz.losses.registry`), its arguments and what the
+tables do with it; this module adds the prototype-anchored variants and tells, for a method's
+label, which loss, arguments and head it trains:
 
 - long-tailed (notebooks 00, 02, 03, 06, 08): every method ``M`` and, where it allows PAL,
   ``M+PAL``: the loss's head family with fixed simplex prototypes
@@ -10,8 +10,10 @@ variants and tells, for a method's label, which loss, arguments and head it trai
   logits, whose loss scales them by its own s);
 - noisy labels (notebook 07): every method ``M``, ``M+FNPAL`` (``AnchoredHead(normalize=True,
   scale=s)``) and ``M+FNPN`` (``CosineHead(scale=s)``, learnable normalised prototypes) where
-  the loss declares them.
+  the row asks for them.
 
+A new loss is one module of :mod:`palviz.losses`, its test and one row here. Adding a row never
+changes what a profile trains: profiles name their methods (:mod:`palviz.experiments.recipes`).
 :func:`method_table` renders either list as the markdown table notebooks 06 and 07 show and
 ``docs/reference.md`` holds (``palviz methods --write-docs`` writes it there; a test checks it).
 """
@@ -19,24 +21,29 @@ variants and tells, for a method's label, which loss, arguments and head it trai
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from palviz.files import atomic_write
 from palviz.heads import PROTOTYPE_ORIENTATIONS
 from palviz.losses import LOSSES
-from palviz.losses.registry import TableMethod
 
 __all__ = [
     "ORIENTATIONS",
     "TASKS",
+    "TABLE_METHODS",
     "Method",
+    "TableMethod",
+    "check_table",
     "dataset_family",
+    "long_tailed",
     "long_tailed_methods",
     "method",
     "method_table",
     "methods_of",
+    "noisy",
     "noisy_methods",
     "write_method_tables",
 ]
@@ -49,6 +56,146 @@ ORIENTATIONS = PROTOTYPE_ORIENTATIONS
 
 #: The variant suffixes of each task, in the order tables list them.
 _VARIANTS = {"long_tailed": ("", "+PAL"), "noisy": ("", "+FNPAL", "+FNPN")}
+
+#: What a noisy-label method's FNPAL / FNPN scale s is when not given: ``"noise_aware"``
+#: (PAL's ``s = 0.25 / (0.05 + eta)``) or a number.
+FnpalScale = str | float
+
+
+@dataclass(frozen=True)
+class TableMethod:
+    """A method of an experiment's tables, made from one registered loss.
+
+    - ``label``: how tables name it (``"LDAM-DRW"``); a method with PAL adds ``"+PAL"``
+      (long-tailed) or ``"+FNPAL"`` / ``"+FNPN"`` (noisy labels).
+    - ``task``: ``"long_tailed"`` or ``"noisy"``; ``loss``: the registry name.
+    - ``loss_kw``: the loss's arguments in this method; ``kw_by_family`` adds arguments per
+      dataset family (``"mnist"``, ``"cifar10"``, ``"cifar100"``: the APL loss weights).
+    - ``drw``: deferred re-weighting from the schedule's DRW epoch (long-tailed only).
+    - ``pal``: whether the method is also trained with PAL's anchored prototypes
+      (long-tailed: ``+PAL``; noisy: ``+FNPAL``); ``fnpn``: the learnable-normalised
+      comparison ``+FNPN`` (noisy only); ``fnpal_scale``: s of ``+FNPAL`` / ``+FNPN``.
+    """
+
+    label: str
+    task: str
+    loss: str
+    loss_kw: Mapping[str, Any] = field(default_factory=dict)
+    kw_by_family: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    drw: bool = False
+    pal: bool = True
+    fnpn: bool = False
+    fnpal_scale: FnpalScale = "noise_aware"
+
+    def kwargs(self, family: str | None = None) -> dict:
+        """The loss's arguments for a dataset ``family`` (``None``: the family-free ones)."""
+        if self.kw_by_family and family is not None:
+            if family not in self.kw_by_family:
+                raise ValueError(
+                    f"method {self.label!r} has arguments for the dataset families "
+                    f"{tuple(self.kw_by_family)}, not {family!r}"
+                )
+            return {**self.loss_kw, **self.kw_by_family[family]}
+        return dict(self.loss_kw)
+
+
+def long_tailed(
+    label: str, loss: str, *, drw: bool = False, pal: bool = True, **loss_kw: Any
+) -> TableMethod:
+    """A long-tailed table method: ``long_tailed("CE-DRW", "ce", drw=True)``; ``pal=False``
+    if it has no ``+PAL`` variant."""
+    return TableMethod(label, "long_tailed", loss, dict(loss_kw), drw=drw, pal=pal)
+
+
+def noisy(
+    label: str,
+    loss: str,
+    *,
+    fnpal: bool = False,
+    fnpn: bool = False,
+    fnpal_scale: FnpalScale = "noise_aware",
+    by_family: Mapping[str, Mapping[str, Any]] | None = None,
+    **loss_kw: Any,
+) -> TableMethod:
+    """A noisy-label table method: ``noisy("GCE", "gce", q=0.7)``; ``fnpal=True`` adds
+    ``"<label>+FNPAL"``, ``fnpn=True`` ``"<label>+FNPN"``; ``by_family`` holds arguments per
+    dataset family."""
+    by_family = {k: dict(v) for k, v in (by_family or {}).items()}
+    return TableMethod(
+        label,
+        "noisy",
+        loss,
+        dict(loss_kw),
+        kw_by_family=by_family,
+        pal=fnpal,
+        fnpn=fnpn,
+        fnpal_scale=fnpal_scale,
+    )
+
+
+def _apl(mnist: tuple, cifar10: tuple, cifar100: tuple, **common: Any) -> dict:
+    """APL's loss weights ``(alpha, beta)`` per dataset family (its configs), plus ``common``."""
+    rows = {"mnist": mnist, "cifar10": cifar10, "cifar100": cifar100}
+    return {f: {"alpha": a, "beta": b, **common} for f, (a, b) in rows.items()}
+
+
+#: Every method of the experiment tables, in table order within each task (each method's
+#: variants follow all the methods of its task).
+TABLE_METHODS: tuple[TableMethod, ...] = (
+    long_tailed("CE", "ce"),
+    long_tailed("CE-DRW", "ce", drw=True),
+    long_tailed("Focal", "focal", gamma=1.0),
+    long_tailed("LDAM-DRW", "ldam", drw=True),
+    long_tailed("ELM", "elm"),
+    long_tailed("ELM-DRW", "elm", drw=True),
+    long_tailed("LMSCE", "lmsce"),
+    long_tailed("IB-Focal", "ib_focal", alpha=1000.0, gamma=1.0, start_fraction=0.8),
+    long_tailed("LA-CE", "la_ce", tau=1.0),
+    noisy("CE", "ce", fnpal=True, fnpn=True),
+    noisy("Focal", "focal", gamma=0.5, detach_modulating=True),
+    noisy("GCE", "gce", q=0.7),
+    noisy("SCE", "sce", fnpal=True, by_family=_apl((0.01, 1.0), (0.1, 1.0), (6.0, 0.1))),
+    noisy(
+        "NCE+RCE",
+        "nce+rce",
+        fnpal=True,
+        fnpal_scale=10.0,
+        by_family=_apl((1.0, 10.0), (1.0, 1.0), (10.0, 0.1)),
+    ),
+    noisy(
+        "NFL+RCE",
+        "nfl+rce",
+        fnpal=True,
+        fnpal_scale=10.0,
+        by_family=_apl((1.0, 10.0), (1.0, 1.0), (10.0, 0.1), gamma=0.5),
+    ),
+    noisy("NCE+MAE", "nce+mae", by_family=_apl((1.0, 10.0), (1.0, 1.0), (10.0, 1.0))),
+)
+
+
+def check_table(table: Iterable[TableMethod]) -> None:
+    """Raise ``ValueError`` naming the method for a task that is not one of :data:`TASKS`, a
+    label taken twice in a task, a loss that is not registered or arguments it does not
+    take."""
+    taken = set()
+    for m in table:
+        where = f"{m.task} method {m.label!r}"
+        if m.task not in TASKS:
+            raise ValueError(f"{where}: task must be one of {TASKS}")
+        if (m.task, m.label) in taken:
+            raise ValueError(f"{where} is declared twice")
+        taken.add((m.task, m.label))
+        if m.loss not in LOSSES:
+            raise ValueError(f"{where}: loss must be one of {tuple(LOSSES)}, got {m.loss!r}")
+        for kw in [m.loss_kw, *m.kw_by_family.values()]:
+            extra = sorted(set(kw) - set(LOSSES[m.loss].arguments))
+            if extra:
+                raise ValueError(
+                    f"{where} passes {extra}, which {LOSSES[m.loss].class_name} does not take"
+                )
+
+
+check_table(TABLE_METHODS)
 
 
 @dataclass(frozen=True)
@@ -124,7 +271,7 @@ def dataset_family(dataset: str) -> str:
 def _all() -> dict[str, dict[str, Method]]:
     out: dict[str, dict[str, Method]] = {task: {} for task in TASKS}
     for task in TASKS:
-        bases = [m for e in LOSSES.values() for m in e.methods if m.task == task]
+        bases = [m for m in TABLE_METHODS if m.task == task]
         for variant in _VARIANTS[task]:
             for base in bases:
                 if variant in ("+PAL", "+FNPAL") and not base.pal:
@@ -137,14 +284,14 @@ def _all() -> dict[str, dict[str, Method]]:
 
 def methods_of(task: str) -> dict[str, Method]:
     """Every method of ``task`` (``"long_tailed"`` or ``"noisy"``) by label, in table order:
-    the registered methods, then their variants."""
+    the methods of :data:`TABLE_METHODS`, then their variants."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     return _all()[task]
 
 
 def long_tailed_methods() -> tuple[str, ...]:
-    """The long-tailed base methods (without ``+PAL``), in registration order."""
+    """The long-tailed base methods (without ``+PAL``), in table order."""
     return tuple(label for label, m in methods_of("long_tailed").items() if not m.variant)
 
 

@@ -5,9 +5,9 @@ A teacher trains a profile once on a GPU and packs the runs its notebooks read; 
 unpack the file into their own ``runs/`` and execute the notebooks without training.
 
 The archive is a gzip-compressed tar. Its first member, ``manifest.json``, holds the format
-version, palviz's version, :data:`palviz.experiments.runcache.CACHE_SCHEMA`, the toy sizes (``null``
-unless ``PALVIZ_TOY``), the profile, the notebooks, and for every run its key, its spec (the content
-of its ``spec.json``), the notebooks that ask for it and, for each of its files, the path
+version, palviz's version, :data:`palviz.experiments.runcache.CACHE_SCHEMA`, the profile, the
+notebooks, and for every run its key, its spec (the content of its ``spec.json``; a toy run's
+says so), the notebooks that ask for it and, for each of its files, the path
 ``<key>/<name>``, the size in bytes and the SHA-256. Planned runs that were not cached are
 listed under ``missing``. The other members are those files, nothing else: ``spec.json``,
 ``metrics.json``, ``features.npz``, ``umap_*.npz`` and, only when asked, ``checkpoint.pt``.
@@ -44,7 +44,8 @@ from typing import IO, Any
 import numpy as np
 
 import palviz
-from palviz.experiments.runcache import CACHE_SCHEMA, FEATURE_ARRAYS, RunSpec, toy_settings
+from palviz.experiments.cachedir import FEATURE_ARRAYS
+from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec
 from palviz.files import atomic_write, runs_dir
 
 #: The version of the archive layout (``manifest.json``'s ``format_version``).
@@ -168,7 +169,6 @@ def pack(
         "format_version": FORMAT_VERSION,
         "palviz": palviz.__version__,
         "cache_schema": CACHE_SCHEMA,
-        "toy": toy_settings(),
         "profile": profile,
         "notebooks": list(notebooks),
         "with_checkpoints": bool(with_checkpoints),
@@ -279,9 +279,10 @@ def unpack(path: str | os.PathLike, *, force: bool = False) -> Unpacked:
     naming the member and the problem, and nothing is written):
 
     - the archive is a gzip tar whose first member is ``manifest.json``, which parses, names
-      this format version, this palviz's version, :data:`~palviz.experiments.runcache.CACHE_SCHEMA`
-      and toy setting (else both are named), and lists valid keys, specs, paths, sizes and digests
-      within the limits (:data:`MAX_MEMBERS`, :data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`);
+      this format version, this palviz's version and
+      :data:`~palviz.experiments.runcache.CACHE_SCHEMA` (else both are named), and lists valid
+      keys, specs, paths, sizes and digests within the limits (:data:`MAX_MEMBERS`,
+      :data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES`);
     - each run's key is the key palviz computes of its spec
       (``RunSpec.from_dict(spec).key()``), and the run has spec, metrics and features;
     - every other member is a regular file (no link, device, FIFO or folder) named
@@ -401,8 +402,8 @@ def _read_manifest(tar: tarfile.TarFile, member: tarfile.TarInfo) -> dict:
 
 
 def _check_manifest(m: Any) -> None:
-    """The manifest's own checks: its fields, this palviz's format, version, schema and toy
-    setting, and the keys of the specs it lists."""
+    """The manifest's own checks: its fields, this palviz's format, version and schema, and
+    the keys of the specs it lists."""
 
     def bad(problem: str) -> PackError:
         return PackError(problem, MANIFEST)
@@ -424,11 +425,6 @@ def _check_manifest(m: Any) -> None:
             f"the archive was packed by palviz {m.get('palviz')!r}, this is palviz "
             f"{palviz.__version__}: the cache keys hash the version, so none of its runs "
             "would be read"
-        )
-    if m.get("toy") != toy_settings():
-        raise bad(
-            f"the archive's toy setting is {m.get('toy')!r}, here it is {toy_settings()!r} "
-            "(PALVIZ_TOY): the cache keys differ"
         )
     if not isinstance(m.get("profile"), str) or not _strings(m.get("notebooks")):
         raise bad('"profile" must be a string and "notebooks" a list of strings')

@@ -16,7 +16,8 @@ palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could chang
   resumed from its checkpoint) and ``resumed_from`` (the epochs done at each resumption)
 
 Every file is written atomically. The named recipes that make specs live in
-:mod:`palviz.experiments.recipes`, the tables made from results in :mod:`palviz.experiments.tables`.
+:mod:`palviz.experiments.recipes`, the tables made from results in :mod:`palviz.experiments.tables`,
+the folders' upkeep (broken entries, listing, clearing) in :mod:`palviz.experiments.cachedir`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import inspect
 import json
 import numbers
 import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,13 +49,16 @@ from palviz.checks import (
     check_real,
     invalid,
 )
+from palviz.experiments.cachedir import (
+    check_cache_writable,
+    checkpoint_problem,
+    entry_problem,
+    quarantine,
+)
 from palviz.files import (
     DiskFullError,
-    ReadOnlyError,
     StorageError,
     cache_dir,
-    not_writable_reason,
-    require_writable,
     runs_dir,
     save_npz,
     storage_errors,
@@ -63,12 +66,27 @@ from palviz.files import (
 )
 from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import ARCH_REVISIONS, ARCHS, make_model
+from palviz.models import ARCHS, make_model
 from palviz.threads import single_thread
-from palviz.train import TrainConfig, evaluate, fit, legacy_config_dict, resolve_device
+from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3
+
+
+#: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
+#: most 200 test samples (each class present keeps at least one).
+TOY = {"epochs": 1, "train": 200, "test": 200}
+
+
+def toy_sizes() -> dict | None:
+    """``RunSpec.toy`` of a spec made now without one: :data:`TOY` when ``$PALVIZ_TOY`` is set
+    (to anything but ``""``/``"0"``), else ``None``. The way a test or a command asks for the
+    ``paper`` profile's code path end to end on a CPU: the variable is read only when a spec
+    is made, and the spec then says it is a toy run (its ``spec.json`` and its key)."""
+    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
+        return None
+    return dict(TOY)
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,10 @@ class RunSpec:
       (docs/reference.md 4), drawn with ``seed``.
     - ``train_size``: keep a stratified subset of this many training samples first (used by
       the ``smoke`` profile to stay within seconds); ``None`` keeps all.
+    - ``toy``: ``None``, or the toy sizes ``{"epochs", "train", "test"}``: the run keeps its
+      recipe but trains ``epochs`` epochs on a stratified subset of at most ``train`` samples
+      (cut after the long tail, before the noise), tested on at most ``test``. Default:
+      :func:`toy_sizes` (``$PALVIZ_TOY``), read as the spec is made.
     - ``head``/``head_kw``: ``"linear"``, ``"cosine"`` (learnable, normalised) or
       ``"anchored"`` (PAL; ``normalize=True, scale=s`` is FNPAL).
 
@@ -102,14 +124,14 @@ class RunSpec:
     noise_rate: float = 0.0
     noise_kind: str = "symmetric"
     train_size: int | None = None
+    toy: dict | None = field(default_factory=toy_sizes)
     seed: int = 0
     train: TrainConfig = field(default_factory=TrainConfig)
     label: str = ""
 
     def __post_init__(self):
-        # Every field is checked here, before a key or a folder exists; the dict of a
-        # ``train`` field becomes its TrainConfig. Nothing else is converted: the key is a hash
-        # of the fields as given.
+        # Every field is checked before a key or a folder exists; a ``train`` dict becomes its
+        # TrainConfig, nothing else is converted: the key is a hash of the fields as given.
         check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
         check_choice("RunSpec.arch", self.arch, ARCHS)
         _check_loss(self.loss, self.loss_kw, pdata.dataset_info(self.dataset).num_classes)
@@ -121,6 +143,7 @@ class RunSpec:
         check_choice("RunSpec.noise_kind", self.noise_kind, ("symmetric", "asymmetric"))
         if self.train_size is not None:
             _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
+        _check_toy(self.toy)
         _check_int_field("seed", self.seed, 0, "an integer >= 0")
         if isinstance(self.train, dict):
             object.__setattr__(self, "train", _train_config(self.train))
@@ -131,9 +154,7 @@ class RunSpec:
 
     def to_dict(self) -> dict:
         """The spec as JSON-ready data (``train`` as a dict)."""
-        out = dataclasses.asdict(self)
-        out["train"] = dataclasses.asdict(self.train)
-        return out
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> RunSpec:
@@ -154,23 +175,14 @@ class RunSpec:
         return cls(**d)
 
     def key(self) -> str:
-        """16 hex digits identifying the result: the spec without ``label``, palviz's version
-        and the cache schema (and, under ``PALVIZ_TOY``, the toy sizes: a toy run never
-        stands in for a real one). ``train`` enters as
-        :func:`palviz.train.legacy_config_dict` spells it and the arch's revision
-        (:data:`palviz.models.ARCH_REVISIONS`) only above 1, so the runs that neither change
-        keep their keys."""
+        """16 hex digits identifying the result: a hash of the spec (without ``label`` and
+        ``train.progress``, which only change how it is shown), palviz's version and
+        :data:`CACHE_SCHEMA`."""
         payload = self.to_dict()
         payload.pop("label")
-        payload["train"] = legacy_config_dict(self.train)
-        payload["train"].pop("progress", None)  # how a run is displayed does not change it
-        if ARCH_REVISIONS[self.arch] > 1:
-            payload["_arch_revision"] = ARCH_REVISIONS[self.arch]
+        payload["train"].pop("progress")
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
-        toy = toy_settings()
-        if toy is not None:
-            payload["_toy"] = toy
         text = json.dumps(payload, sort_keys=True, default=_jsonable)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -192,6 +204,15 @@ def _check_int_field(field_name: str, value: Any, minimum: int, rule: str) -> No
         raise _wrong_type(name, value, rule)
     if value < minimum:
         raise invalid(name, value, rule)
+
+
+def _check_toy(toy: Any) -> None:
+    """``RunSpec.toy`` is ``None`` or ``{"epochs", "train", "test"}`` of integers >= 1."""
+    rule = 'None or a dict {"epochs", "train", "test"} of integers >= 1'
+    if toy is not None and (not isinstance(toy, dict) or set(toy) != set(TOY)):
+        raise _wrong_type("RunSpec.toy", toy, rule)
+    for value in (toy or {}).values():
+        _check_int_field("toy", value, 1, rule)
 
 
 def _train_config(d: dict) -> TrainConfig:
@@ -266,27 +287,6 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot put {type(value).__name__} into a run spec")
 
 
-#: ``PALVIZ_TOY=1``: every run trains 1 epoch on at most this many training samples and is
-#: tested on at most this many test samples (each class present keeps at least one).
-TOY_EPOCHS, TOY_TRAIN, TOY_TEST = 1, 200, 200
-
-
-def toy_settings() -> dict | None:
-    """The toy size override, ``{"epochs", "train", "test"}``, when ``$PALVIZ_TOY`` is set (to
-    anything but ``""``/``"0"``), else ``None``.
-
-    Under it every run keeps its dataset, network, loss and schedule (the long-tailed cut and
-    the label noise are drawn on the whole split as usual), then trains :data:`TOY_EPOCHS`
-    epoch on a seeded class-stratified subset of at most :data:`TOY_TRAIN` of those training
-    samples and is tested on a stratified subset of at most :data:`TOY_TEST` test samples.
-    For trying the ``paper`` profile's code path end to end on a CPU; the cache keys differ
-    from the real runs'.
-    """
-    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
-        return None
-    return {"epochs": TOY_EPOCHS, "train": TOY_TRAIN, "test": TOY_TEST}
-
-
 @dataclass
 class RunResult:
     """A finished run: its spec, its metrics (``metrics.json``) and its folder."""
@@ -325,10 +325,8 @@ class RunResult:
 
         arrays = self.features()
         keep = pdata.stratified_subset(arrays["targets"], max_points, seed)
-        embedding, labels = (
-            umap_embedding(arrays["features"][keep], seed=seed),
-            arrays["targets"][keep],
-        )
+        embedding = umap_embedding(arrays["features"][keep], seed=seed)
+        labels = arrays["targets"][keep]
         refused = []
         for path in places:
             try:
@@ -377,11 +375,10 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
-    toy = toy_settings()
-    if toy is not None:
-        keep = _covering_subset(np.asarray(y), toy["train"], spec.seed)
+    if spec.toy is not None:
+        keep = _covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
         x, y = x[keep], y[keep]
-        test_keep = _covering_subset(np.asarray(y_test), toy["test"], spec.seed)
+        test_keep = _covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
         x_test, y_test = x_test[test_keep], y_test[test_keep]
     clean = np.asarray(y).copy()
     counts = np.bincount(clean, minlength=info.num_classes).tolist()
@@ -414,109 +411,6 @@ def build_loss(spec: RunSpec, train_counts: Sequence[int], num_classes: int):
     )
 
 
-#: The arrays of ``features.npz``.
-FEATURE_ARRAYS = ("features", "logits", "targets", "prototypes")
-
-
-def entry_problem(folder: Path, *, thorough: bool = False) -> str | None:
-    """What is wrong with the cache entry ``folder`` (``None``: nothing; a folder without
-    ``metrics.json`` is an unfinished run, not a broken one, unless its checkpoint is
-    unreadable).
-
-    Checked: ``metrics.json`` parses and names the folder's key; ``features.npz`` holds its
-    arrays (read with ``allow_pickle=False``); ``checkpoint.pt``, if there is one, is a
-    complete archive (``thorough``: loads with ``torch.load(weights_only=True)``). A finished
-    run needs no checkpoint (only resuming a run reads it; ``palviz runs pack`` leaves it out
-    by default). Nothing is unpickled.
-    """
-    done = folder / "metrics.json"
-    checkpoint = folder / "checkpoint.pt"
-    if not done.exists():
-        if checkpoint.exists():
-            return _checkpoint_problem(checkpoint, thorough=True)
-        return None
-    try:
-        metrics = json.loads(done.read_text())
-    except (ValueError, OSError) as err:
-        return f"metrics.json is not readable JSON (truncated?): {err}"
-    if not isinstance(metrics, dict):
-        return "metrics.json does not hold a JSON object"
-    if metrics.get("key") != folder.name:
-        return f"metrics.json names key {metrics.get('key')!r}, its folder is {folder.name!r}"
-    features = folder / "features.npz"
-    if not features.exists():
-        return "features.npz is missing"
-    try:
-        with np.load(features, allow_pickle=False) as arrays:
-            missing = [name for name in FEATURE_ARRAYS if name not in arrays.files]
-            if missing:
-                return f"features.npz lacks {missing}"
-            if thorough:
-                for name in arrays.files:
-                    arrays[name]  # reads every array (and checks its CRC)
-    except Exception as err:  # noqa: BLE001 - any failure to read is the finding
-        return f"features.npz is not readable: {type(err).__name__}: {err}"
-    if not checkpoint.exists():  # a finished run is read without it (e.g. unpacked results)
-        return None
-    return _checkpoint_problem(checkpoint, thorough=thorough)
-
-
-def _checkpoint_problem(path: Path, *, thorough: bool) -> str | None:
-    import zipfile
-
-    try:
-        if thorough:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            if not isinstance(state, dict) or "model" not in state:
-                return "checkpoint.pt does not hold a training checkpoint"
-        else:
-            with zipfile.ZipFile(path) as archive:  # a truncated archive has no directory
-                archive.namelist()
-    except Exception as err:  # noqa: BLE001 - any failure to read is the finding
-        return f"checkpoint.pt is not readable (truncated?): {type(err).__name__}: {err}"
-    return None
-
-
-def _utc_stamp() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-
-
-def quarantine(folder: Path, problem: str, label: str = "") -> Path:
-    """Move a broken cache entry aside to ``runs/.broken/<key>-<UTC time>/`` with a warning
-    naming its key, its label and what was wrong; returns where it went."""
-    import warnings
-
-    broken = folder.parent / ".broken"
-    try:
-        with storage_errors(broken):
-            broken.mkdir(parents=True, exist_ok=True)
-            target = broken / f"{folder.name}-{_utc_stamp()}"
-            n = 1
-            while target.exists():
-                n += 1
-                target = broken / f"{folder.name}-{_utc_stamp()}-{n}"
-            os.replace(folder, target)
-    except ReadOnlyError as err:
-        raise ReadOnlyError(
-            err.errno,
-            f"run cache entry {folder} ({label or 'no label'}) is broken: {problem}; the run "
-            f"cache {folder.parent} {not_writable_reason(err.errno)}, so it cannot be moved "
-            "aside and trained again. Repair the cache where it is writable (palviz runs "
-            "--check --fix, then train), or set PALVIZ_RUNS to a writable copy of it",
-            str(folder),
-        ) from None
-    if not label:
-        with contextlib.suppress(Exception):
-            label = json.loads((target / "spec.json").read_text()).get("label", "")
-    warnings.warn(
-        f"run cache: entry {folder.name} ({label or 'no label'}) is broken: {problem}; "
-        f"moved to {target}; it will be trained again",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-    return target
-
-
 def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
     """The finished, sound entry of ``spec`` (in ``folder``, by default ``runs/<key>``), or
     ``None`` (missing, or broken: then moved aside with a warning)."""
@@ -529,27 +423,6 @@ def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
         quarantine(folder, problem, spec.label)
         return None
     return RunResult(spec, json.loads(done.read_text()), folder)
-
-
-def check_cache_writable(specs: Sequence[RunSpec]) -> None:
-    """Before training ``specs`` (runs the cache lacks): a
-    :class:`~palviz.files.ReadOnlyError` naming the run cache and what to do when it cannot
-    take new entries (a read-only mount, another user's folder), so nothing starts; a full
-    disk there raises :class:`~palviz.files.DiskFullError`."""
-    root = runs_dir()
-    try:
-        require_writable(root / ".locks")
-    except ReadOnlyError as err:
-        labels = ", ".join(f"{s.label or s.loss} {s.key()}" for s in specs[:3])
-        more = f" and {len(specs) - 3} more" if len(specs) > 3 else ""
-        raise ReadOnlyError(
-            err.errno,
-            f"the run cache {root} {not_writable_reason(err.errno)}, and {len(specs)} run(s) "
-            f"asked for are not in it ({labels}{more}): nothing was trained. Set PALVIZ_RUNS to "
-            "a writable folder (a copy of this cache, or one filled with palviz runs unpack "
-            "FILE) and run the command again, or train the runs where the cache is writable",
-            str(root),
-        ) from None
 
 
 def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
@@ -591,7 +464,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
     """Train ``spec`` into ``folder`` (the caller holds its lock)."""
     checkpoint = folder / "checkpoint.pt"
     if checkpoint.exists() and not retrain:
-        problem = _checkpoint_problem(checkpoint, thorough=True)
+        problem = checkpoint_problem(checkpoint, thorough=True)
         if problem is not None:
             quarantine(folder, problem, spec.label)
     # The data first: a run that cannot read it (e.g. a dataset not downloaded) leaves no entry.
@@ -603,8 +476,8 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
     info = prepared["info"]
-    toy = toy_settings()
-    config = spec.train if toy is None else dataclasses.replace(spec.train, epochs=toy["epochs"])
+    epochs = spec.train.epochs if spec.toy is None else spec.toy["epochs"]  # a toy run stops early
+    config = dataclasses.replace(spec.train, epochs=epochs)
     torch.manual_seed(spec.seed)
     model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
     loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
@@ -630,8 +503,8 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
         )
     seconds = time.perf_counter() - start
     metrics = _summarise(spec, record, ev, model, prepared, seconds)
-    if toy is not None:
-        metrics["toy"] = toy
+    if spec.toy is not None:
+        metrics["toy"] = spec.toy
     prototypes = model.head.prototypes.detach().cpu().numpy()
     save_npz(
         folder / "features.npz",
@@ -645,8 +518,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
 
 
 def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
-    info = prepared["info"]
-    k = info.num_classes
+    k = prepared["info"].num_classes
     counts = prepared["train_counts"]
     logits, targets, feats = ev["logits"], ev["targets"], ev["features"]
     per_class = pmetrics.per_class_accuracy(logits, targets, k)
@@ -656,7 +528,7 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "key": spec.key(),
         "profile_sizes": {"train": int(sum(counts)), "test": int(len(targets))},
         "train_counts": list(map(int, counts)),
-        "split_train_counts": list(map(int, prepared.get("split_train_counts", counts))),
+        "split_train_counts": list(map(int, prepared["split_train_counts"])),
         "history": record.history,
         "last_acc": float(ev["acc"]),
         "best_acc": float(record.best_acc) if record.best_acc is not None else None,
@@ -683,17 +555,11 @@ def recorded_split_counts(specs: Sequence[RunSpec]) -> list[int] | None:
     """The training class counts of the split the specs describe (long-tailed cut, training
     subset; before a toy reduction), read from the first of ``specs`` that is cached: what a
     notebook needs of the data when it renders from the cache without the dataset (e.g.
-    results unpacked from ``palviz runs unpack``). ``None`` when none is cached (or the runs
-    predate the record and are toy runs)."""
+    results unpacked from ``palviz runs unpack``). ``None`` when none is cached."""
     for spec in specs:
         result = read_cached(spec)
-        if result is None:
-            continue
-        m = result.metrics
-        if "split_train_counts" in m:
-            return [int(c) for c in m["split_train_counts"]]
-        if "toy" not in m:
-            return [int(c) for c in m["train_counts"]]
+        if result is not None:
+            return [int(c) for c in result.metrics["split_train_counts"]]
     return None
 
 
@@ -714,98 +580,6 @@ def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]
     return epochs, np.array([r[key] for r in rows], dtype=float)
 
 
-def list_runs() -> list[dict]:
-    """Every cached run: key, label, dataset, loss, head, finished or not, size on disk."""
-    root = runs_dir()
-    out = []
-    if not root.exists():
-        return out
-    for folder in _entries(root):
-        spec_file = folder / "spec.json"
-        try:
-            spec = json.loads(spec_file.read_text()) if spec_file.exists() else {}
-        except ValueError:
-            spec = {}
-        done = folder / "metrics.json"
-        try:
-            acc = json.loads(done.read_text()).get("last_acc") if done.exists() else None
-        except (ValueError, AttributeError):
-            acc = None
-        out.append(
-            {
-                "key": folder.name,
-                "label": spec.get("label", ""),
-                "dataset": spec.get("dataset", "?"),
-                "loss": spec.get("loss", "?"),
-                "head": spec.get("head", "?"),
-                "epochs": spec.get("train", {}).get("epochs"),
-                "finished": done.exists(),
-                "last_acc": acc,
-                "bytes": sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()),
-            }
-        )
-    return out
-
-
-def clear_runs(keys: Sequence[str] | None = None) -> int:
-    """Delete the cached runs with these keys (all when ``None``); returns how many."""
-    root = runs_dir()
-    if not root.exists():
-        return 0
-    targets = [p for p in _entries(root) if keys is None or p.name in keys]
-    for folder in targets:
-        shutil.rmtree(folder)
-    return len(targets)
-
-
-def _entries(root: Path) -> list[Path]:
-    """The run folders under ``root`` (not ``.locks``, ``.broken`` or other dot folders)."""
-    if not root.exists():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def check_runs(*, fix: bool = False) -> list[dict]:
-    """Verify every cache entry (files present and readable, the checkpoint loaded with
-    ``weights_only=True``, the key in ``metrics.json`` equal to the folder's name). Returns one
-    row per entry: ``key``, ``label``, ``status`` (``"ok"``, ``"unfinished"`` or
-    ``"broken"``), ``problem``, and for an unfinished one ``resumable`` (it has a checkpoint).
-    ``fix=True`` moves broken entries to ``runs/.broken/`` and removes the unfinished entries
-    with nothing to resume (a run that failed before its first checkpoint) that no process is
-    training (their lock is free); such a row gets ``removed=True``."""
-    import warnings
-
-    from palviz.experiments.locks import RunLock
-
-    root = runs_dir()
-    rows = []
-    for folder in _entries(root):
-        label = ""
-        with contextlib.suppress(Exception):
-            label = json.loads((folder / "spec.json").read_text()).get("label", "")
-        problem = entry_problem(folder, thorough=True)
-        finished = (folder / "metrics.json").exists()
-        status = "broken" if problem else ("ok" if finished else "unfinished")
-        row = {"key": folder.name, "label": label, "status": status, "problem": problem}
-        if problem and fix:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                row["moved_to"] = str(quarantine(folder, problem, label))
-        if status == "unfinished":
-            row["resumable"] = (folder / "checkpoint.pt").exists()
-            if fix and not row["resumable"]:
-                lock = RunLock(root, folder.name, poll=0)
-                if lock.acquire(done=lambda: True):  # False at once while a process trains it
-                    try:
-                        if not (folder / "checkpoint.pt").exists():
-                            shutil.rmtree(folder)
-                            row["removed"] = True
-                    finally:
-                        lock.release()
-        rows.append(row)
-    return rows
-
-
 def initial_prototypes(spec: RunSpec) -> np.ndarray:
     """The head's class vectors ``[num_classes, feat_dim]`` at initialisation, exactly as
     :func:`run` builds the model (seeded with ``spec.seed``), without training; the global
@@ -820,7 +594,6 @@ def initial_prototypes(spec: RunSpec) -> np.ndarray:
 def cpu_seconds() -> float:
     """CPU time (user + system) of this process and of its finished child processes (e.g. the
     training processes of :func:`palviz.experiments.cluster.run_many`), in seconds: on a shared
-    machine a
-    fairer measure of a notebook's cost than wall time. Children count on POSIX only."""
+    machine a fairer measure of a notebook's cost than wall time (children: POSIX only)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system

@@ -44,39 +44,30 @@ Practicalities
 * Arguments are checked at construction, inputs at ``forward``; errors name the argument, the
   value received and what is allowed (``max_m must be > 0, got -0.5``).
 * Every loss is declared once, on its class, with :func:`~palviz.losses.registry.register_loss`
-  (its name, the facts of a run it needs, its head family, its source and its table methods);
+  (its name, the facts of a run it needs, its head family and its source; the experiments'
+  table methods are declared in :mod:`palviz.experiments.methods`);
   :func:`make_loss` builds any loss by name, :data:`LOSSES` holds the declarations and
   :data:`LOSS_NAMES` the names (``palviz methods`` prints them as a table).
 
 Modules: :mod:`palviz.losses.imbalance` (CE, focal, LDAM, ELM, LMSCE, PAL's normalised margin
-loss, the margins and class weights), :mod:`palviz.losses.noise` (the APL family), every other
-module of this package (each imported here, so that its losses register) and
-:mod:`palviz.losses.registry`. Every public name is importable from :mod:`palviz.losses`.
+loss, the margins and class weights), :mod:`palviz.losses.noise` (the APL family),
+:mod:`palviz.losses.influence_balanced` and :mod:`palviz.losses.logit_adjusted` (the other
+comparisons of ELM's table; each loss module is imported here, so that its losses register)
+and :mod:`palviz.losses.registry`. Every public name is importable from :mod:`palviz.losses`.
 """
 
 from __future__ import annotations
-
-import importlib
-import pkgutil
 
 from palviz.losses import registry
 from palviz.losses._inputs import ClassWeightedLoss
 from palviz.losses.registry import LOSSES, build_loss, check_loss_kw, make_loss
 
+# The loss modules, imported here so that their losses register, in this order: the two
+# papers' own first, then the other comparisons. A new loss module is one more name here.
+from palviz.losses import imbalance, noise  # isort: skip
+from palviz.losses import influence_balanced, logit_adjusted  # isort: skip
 
-def _loss_modules() -> list:
-    """Every module of this package but the registry and private helpers, imported in name
-    order after the two papers' own (imbalance, noise), so that their losses register."""
-    first = ["imbalance", "noise"]
-    others = sorted(
-        m.name
-        for m in pkgutil.iter_modules(__path__)
-        if m.name not in first and m.name != "registry" and not m.name.startswith("_")
-    )
-    return [importlib.import_module(f"{__name__}.{name}") for name in first + others]
-
-
-_MODULES = _loss_modules()
+_MODULES = (imbalance, noise, influence_balanced, logit_adjusted)
 for _module in _MODULES:
     globals().update({name: getattr(_module, name) for name in _module.__all__})
 

@@ -1,5 +1,6 @@
-"""What the loss modules share: checks of a loss's inputs at ``forward``, and
-:class:`ClassWeightedLoss`, the base of the losses with reassignable class weights (DRW)."""
+"""What the loss modules share: checks of a loss's inputs at ``forward``,
+:class:`ClassWeightedLoss`, the base of the losses with reassignable class weights (DRW), and
+the normalisation of class weights."""
 
 from __future__ import annotations
 
@@ -9,10 +10,22 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ClassCounts", "ClassWeightedLoss", "Weight", "prepare_inputs"]
+__all__ = [
+    "ClassCounts",
+    "ClassWeightedLoss",
+    "Weight",
+    "normalised_class_weights",
+    "prepare_inputs",
+]
 
 ClassCounts = Sequence[int] | np.ndarray | Tensor
 Weight = Sequence[float] | np.ndarray | Tensor | None
+
+
+def normalised_class_weights(w: np.ndarray) -> Tensor:
+    """Class weights ``w`` scaled so that :math:`\\sum_j w_j = C`, as a float32 tensor ``[C]``
+    (how LDAM-DRW's and IB's codes normalise theirs)."""
+    return torch.tensor(w / w.sum() * len(w), dtype=torch.float32)
 
 
 def prepare_inputs(

@@ -25,8 +25,14 @@ from palviz.checks import (
     check_range,
     check_real,
 )
-from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, Weight, prepare_inputs
-from palviz.losses.registry import long_tailed, noisy, register_loss
+from palviz.losses._inputs import (
+    ClassCounts,
+    ClassWeightedLoss,
+    Weight,
+    normalised_class_weights,
+    prepare_inputs,
+)
+from palviz.losses.registry import register_loss
 
 __all__ = [
     "CrossEntropyLoss",
@@ -107,8 +113,7 @@ def class_balanced_weights(cls_num_list: ClassCounts, beta: float = 0.9999) -> T
     beta = check_range("beta", beta, 0.0, 1.0, high_open=True)
     effective_num = 1.0 - np.power(beta, counts)  # 1 - beta^{n_j}
     w = (1.0 - beta) / effective_num  # w_j = (1 - beta) / (1 - beta^{n_j})
-    w = w / w.sum() * len(counts)  # normalise: sum_j w_j = C
-    return torch.tensor(w, dtype=torch.float32)
+    return normalised_class_weights(w)  # sum_j w_j = C
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,15 +121,7 @@ def class_balanced_weights(cls_num_list: ClassCounts, beta: float = 0.9999) -> T
 # ---------------------------------------------------------------------------------------------
 
 
-@register_loss(
-    "ce",
-    source="softmax cross entropy; DRW: Cao et al., NeurIPS 2019, Sec. 3.3",
-    methods=[
-        long_tailed("CE"),
-        long_tailed("CE-DRW", drw=True),
-        noisy("CE", fnpal=True, fnpn=True),
-    ],
-)
+@register_loss("ce", source="softmax cross entropy; DRW: Cao et al., NeurIPS 2019, Sec. 3.3")
 class CrossEntropyLoss(ClassWeightedLoss):
     r"""Softmax cross entropy, with optional class weights (for DRW).
 
@@ -149,14 +146,7 @@ class CrossEntropyLoss(ClassWeightedLoss):
         return F.cross_entropy(z, targets, weight=self._weight_like(z))
 
 
-@register_loss(
-    "focal",
-    source="Lin et al., ICCV 2017, Eq. 5",
-    methods=[
-        long_tailed("Focal", gamma=1.0),
-        noisy("Focal", gamma=0.5, detach_modulating=True),
-    ],
-)
+@register_loss("focal", source="Lin et al., ICCV 2017, Eq. 5")
 class FocalLoss(ClassWeightedLoss):
     r"""Focal loss, in the form of LDAM-DRW (default) or of the APL code.
 
@@ -254,7 +244,6 @@ class _LDAMMarginLoss(ClassWeightedLoss):
     needs=("class_counts",),
     head="cosine",
     source="Cao et al., NeurIPS 2019, Eq. 13",
-    methods=[long_tailed("LDAM-DRW", drw=True)],
 )
 class LDAMLoss(_LDAMMarginLoss):
     r"""Label-distribution-aware margin loss.
@@ -295,7 +284,6 @@ class LDAMLoss(_LDAMMarginLoss):
     needs=("class_counts",),
     head="cosine",
     source="Kato & Hotta, arXiv 2306.09132, Eq. 6",
-    methods=[long_tailed("ELM"), long_tailed("ELM-DRW", drw=True)],
 )
 class ELMLoss(_LDAMMarginLoss):
     r"""Enlarged large margin loss (ELM), as published.
@@ -362,11 +350,7 @@ class ELMLoss(_LDAMMarginLoss):
         return self._scaled_ce(torch.where(target, z + shift.unsqueeze(1), z), targets)
 
 
-@register_loss(
-    "lmsce",
-    source="Kobayashi, ICIP 2019 (large-margin softmax CE)",
-    methods=[long_tailed("LMSCE")],
-)
+@register_loss("lmsce", source="Kobayashi, ICIP 2019 (large-margin softmax CE)")
 class LMSCELoss(ClassWeightedLoss):
     r"""Large-margin softmax cross entropy of Kobayashi (the ELM paper's "LMSCE [18]").
 

@@ -23,8 +23,13 @@ from palviz.checks import (
     check_probability,
     invalid,
 )
-from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, prepare_inputs
-from palviz.losses.registry import long_tailed, register_loss
+from palviz.losses._inputs import (
+    ClassCounts,
+    ClassWeightedLoss,
+    normalised_class_weights,
+    prepare_inputs,
+)
+from palviz.losses.registry import register_loss
 
 __all__ = ["IBFocalLoss", "inverse_frequency_weights"]
 
@@ -40,17 +45,13 @@ def inverse_frequency_weights(cls_num_list: ClassCounts) -> Tensor:
         float32 tensor ``[C]``; the rarest class gets the largest weight.
     """
     counts = check_class_counts("cls_num_list", cls_num_list)
-    w = 1.0 / counts  # w_j = 1 / n_j
-    w = w / w.sum() * len(counts)  # normalise: sum_j w_j = C
-    return torch.tensor(w, dtype=torch.float32)
+    return normalised_class_weights(1.0 / counts)  # w_j = 1 / n_j, then sum_j w_j = C
 
 
 @register_loss(
     "ib_focal",
     needs=("class_counts",),
-    head="linear",
     source="Park et al., ICCV 2021 (IB loss, focal variant; pseulki/IB-Loss)",
-    methods=[long_tailed("IB-Focal", alpha=1000.0, gamma=1.0, start_fraction=0.8)],
 )
 class IBFocalLoss(ClassWeightedLoss):
     r"""Influence-balanced focal loss, in two stages.

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from palviz.checks import check_class_counts, check_non_negative
 from palviz.losses._inputs import ClassCounts, ClassWeightedLoss, Weight, prepare_inputs
-from palviz.losses.registry import long_tailed, register_loss
+from palviz.losses.registry import register_loss
 
 __all__ = ["LogitAdjustedLoss", "log_class_prior"]
 
@@ -34,9 +34,7 @@ def log_class_prior(cls_num_list: ClassCounts, *, dtype: torch.dtype = torch.flo
 @register_loss(
     "la_ce",
     needs=("class_counts",),
-    head="linear",
     source="Menon et al., ICLR 2021, Eq. 10 (logit-adjusted loss)",
-    methods=[long_tailed("LA-CE", tau=1.0)],
 )
 class LogitAdjustedLoss(ClassWeightedLoss):
     r"""Logit-adjusted cross entropy: cross entropy of the logits shifted by

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from palviz.checks import check_non_negative, check_num_classes, check_range
 from palviz.losses._inputs import prepare_inputs
-from palviz.losses.registry import noisy, register_loss
+from palviz.losses.registry import register_loss
 
 __all__ = [
     "GCELoss",
@@ -125,12 +125,7 @@ class RCELoss(_ScaledNoiseLoss):
         return self.scale * (-(p * log_label).sum(dim=1)).mean()
 
 
-@register_loss(
-    "gce",
-    needs=("num_classes",),
-    source="Zhang & Sabuncu, NeurIPS 2018, Eq. 6",
-    methods=[noisy("GCE", q=0.7)],
-)
+@register_loss("gce", needs=("num_classes",), source="Zhang & Sabuncu, NeurIPS 2018, Eq. 6")
 class GCELoss(_NoiseLoss):
     r"""Generalized cross entropy.
 
@@ -163,22 +158,7 @@ class GCELoss(_NoiseLoss):
         return ((1.0 - p_y**self.q) / self.q).mean()
 
 
-@register_loss(
-    "sce",
-    needs=("num_classes",),
-    source="Wang et al., ICCV 2019, Eq. 6",
-    methods=[
-        noisy(
-            "SCE",
-            fnpal=True,
-            by_family={
-                "mnist": {"alpha": 0.01, "beta": 1.0},
-                "cifar10": {"alpha": 0.1, "beta": 1.0},
-                "cifar100": {"alpha": 6.0, "beta": 0.1},
-            },
-        )
-    ],
-)
+@register_loss("sce", needs=("num_classes",), source="Wang et al., ICCV 2019, Eq. 6")
 class SCELoss(_NoiseLoss):
     r"""Symmetric cross entropy.
 
@@ -336,23 +316,7 @@ def _pair_doc(active: str, passive: str, references: str, gamma: bool = False) -
     )
 
 
-@register_loss(
-    "nce+rce",
-    needs=("num_classes",),
-    source="Ma et al., ICML 2020 (APL), Eq. 6",
-    methods=[
-        noisy(
-            "NCE+RCE",
-            fnpal=True,
-            fnpal_scale=10.0,
-            by_family={
-                "mnist": {"alpha": 1.0, "beta": 10.0},
-                "cifar10": {"alpha": 1.0, "beta": 1.0},
-                "cifar100": {"alpha": 10.0, "beta": 0.1},
-            },
-        )
-    ],
-)
+@register_loss("nce+rce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NCEandRCE(_APLPair):
     __doc__ = _pair_doc("NCE", "RCE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)")
 
@@ -360,23 +324,7 @@ class NCEandRCE(_APLPair):
         super().__init__(num_classes, alpha, beta, NCELoss, RCELoss)
 
 
-@register_loss(
-    "nfl+rce",
-    needs=("num_classes",),
-    source="Ma et al., ICML 2020 (APL), Eq. 6",
-    methods=[
-        noisy(
-            "NFL+RCE",
-            fnpal=True,
-            fnpal_scale=10.0,
-            by_family={
-                "mnist": {"alpha": 1.0, "beta": 10.0, "gamma": 0.5},
-                "cifar10": {"alpha": 1.0, "beta": 1.0, "gamma": 0.5},
-                "cifar100": {"alpha": 10.0, "beta": 0.1, "gamma": 0.5},
-            },
-        )
-    ],
-)
+@register_loss("nfl+rce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NFLandRCE(_APLPair):
     __doc__ = _pair_doc(
         "NFL",
@@ -390,21 +338,7 @@ class NFLandRCE(_APLPair):
         self.gamma = self.active.gamma
 
 
-@register_loss(
-    "nce+mae",
-    needs=("num_classes",),
-    source="Ma et al., ICML 2020 (APL), Eq. 6",
-    methods=[
-        noisy(
-            "NCE+MAE",
-            by_family={
-                "mnist": {"alpha": 1.0, "beta": 10.0},
-                "cifar10": {"alpha": 1.0, "beta": 1.0},
-                "cifar100": {"alpha": 10.0, "beta": 1.0},
-            },
-        )
-    ],
-)
+@register_loss("nce+mae", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NCEandMAE(_APLPair):
     __doc__ = _pair_doc("NCE", "MAE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 1)")
 

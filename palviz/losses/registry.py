@@ -2,21 +2,14 @@
 
 A loss module declares a loss with :func:`register_loss` on its class (or factory)::
 
-    @register_loss(
-        "ldam",
-        needs=("class_counts",),
-        head="cosine",
-        source="Cao et al., NeurIPS 2019, Eq. 13",
-        methods=[long_tailed("LDAM-DRW", drw=True)],
-    )
-    class LDAMLoss(nn.Module): ...
+    @register_loss("my_loss", needs=("num_classes",), source="Someone et al., 2024, Eq. 1")
+    class MyLoss(nn.Module):
+        def __init__(self, num_classes: int, t: float = 1.0): ...
 
 and everything else derives from that one declaration: :func:`make_loss` and
-:data:`LOSSES` (here), the spec check of :class:`palviz.experiments.runcache.RunSpec`, the facts a
-run hands to the constructor (:func:`build_loss`), the table methods of the experiments
-(:mod:`palviz.experiments.methods`: ``"LDAM-DRW"`` and its ``"LDAM-DRW+PAL"``), the method tables of
-notebooks 06 and 07 and of ``docs/reference.md``. Registering a loss never changes what a
-profile trains: profiles name their methods (:mod:`palviz.experiments.recipes`).
+:data:`LOSSES` (here), the spec check of :class:`palviz.experiments.runcache.RunSpec` and the
+facts a run hands to the constructor (:func:`build_loss`). Which experiments train a loss, and
+how (its table methods), is the experiment layer's to say (:mod:`palviz.experiments.methods`).
 
 The facts of a run a loss may need (``needs``), and the constructor argument each arrives in:
 
@@ -34,7 +27,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -42,12 +35,9 @@ __all__ = [
     "HEAD_FAMILIES",
     "LOSSES",
     "LossEntry",
-    "TableMethod",
     "build_loss",
     "check_loss_kw",
-    "long_tailed",
     "make_loss",
-    "noisy",
     "register_loss",
 ]
 
@@ -59,91 +49,19 @@ FACTS: dict[str, str] = {"class_counts": "cls_num_list", "num_classes": "num_cla
 #: s; with PAL, ``AnchoredHead(normalize=True, scale=1)``).
 HEAD_FAMILIES = ("linear", "cosine")
 
-#: What a noisy-label method's FNPAL / FNPN scale s is when not given: ``"noise_aware"``
-#: (PAL's ``s = 0.25 / (0.05 + eta)``) or a number.
-FnpalScale = str | float
-
-
-@dataclass(frozen=True)
-class TableMethod:
-    """A method of an experiment's tables, made from one registered loss.
-
-    - ``label``: how tables name it (``"LDAM-DRW"``); a method with PAL adds ``"+PAL"``
-      (long-tailed) or ``"+FNPAL"`` / ``"+FNPN"`` (noisy labels).
-    - ``task``: ``"long_tailed"`` or ``"noisy"``.
-    - ``loss_kw``: the loss's arguments in this method; ``kw_by_family`` adds arguments per
-      dataset family (``"mnist"``, ``"cifar10"``, ``"cifar100"``: the APL loss weights).
-    - ``drw``: deferred re-weighting from the schedule's DRW epoch (long-tailed only).
-    - ``pal``: whether the method is also trained with PAL's anchored prototypes
-      (long-tailed: ``+PAL``; noisy: ``+FNPAL``); ``fnpn``: the learnable-normalised
-      comparison ``+FNPN`` (noisy only); ``fnpal_scale``: s of ``+FNPAL`` / ``+FNPN``.
-    - ``loss``: the registry name, filled in by :func:`register_loss`.
-    """
-
-    label: str
-    task: str
-    loss_kw: Mapping[str, Any] = field(default_factory=dict)
-    kw_by_family: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    drw: bool = False
-    pal: bool = True
-    fnpn: bool = False
-    fnpal_scale: FnpalScale = "noise_aware"
-    loss: str = ""
-
-    def kwargs(self, family: str | None = None) -> dict:
-        """The loss's arguments for a dataset ``family`` (``None``: the family-free ones)."""
-        if self.kw_by_family and family is not None:
-            if family not in self.kw_by_family:
-                raise ValueError(
-                    f"method {self.label!r} has arguments for the dataset families "
-                    f"{tuple(self.kw_by_family)}, not {family!r}"
-                )
-            return {**self.loss_kw, **self.kw_by_family[family]}
-        return dict(self.loss_kw)
-
-
-def long_tailed(label: str, *, drw: bool = False, pal: bool = True, **loss_kw: Any) -> TableMethod:
-    """A long-tailed table method: ``long_tailed("CE-DRW", drw=True)``; ``pal=False`` if it
-    has no ``+PAL`` variant."""
-    return TableMethod(label, "long_tailed", dict(loss_kw), drw=drw, pal=pal)
-
-
-def noisy(
-    label: str,
-    *,
-    fnpal: bool = False,
-    fnpn: bool = False,
-    fnpal_scale: FnpalScale = "noise_aware",
-    by_family: Mapping[str, Mapping[str, Any]] | None = None,
-    **loss_kw: Any,
-) -> TableMethod:
-    """A noisy-label table method: ``noisy("GCE", q=0.7)``; ``fnpal=True`` adds
-    ``"<label>+FNPAL"``, ``fnpn=True`` ``"<label>+FNPN"``; ``by_family`` holds arguments per
-    dataset family."""
-    return TableMethod(
-        label,
-        "noisy",
-        dict(loss_kw),
-        kw_by_family={k: dict(v) for k, v in (by_family or {}).items()},
-        pal=fnpal,
-        fnpn=fnpn,
-        fnpal_scale=fnpal_scale,
-    )
-
 
 @dataclass(frozen=True)
 class LossEntry:
     """One registered loss: ``name``, the ``factory`` (class or function) that builds it, the
     facts of a run it needs (:data:`FACTS`), the ``head`` family it goes with, its ``source``
-    (paper and equation), its table ``methods``; ``defaults`` and ``arguments`` are read from
-    the factory's signature, ``summary`` is the first line of its docstring."""
+    (paper and equation); ``defaults`` and ``arguments`` are read from the factory's
+    signature, ``summary`` is the first line of its docstring."""
 
     name: str
     factory: Callable[..., Any]
     needs: tuple[str, ...]
     head: str
     source: str
-    methods: tuple[TableMethod, ...]
     arguments: tuple[str, ...]
     defaults: Mapping[str, Any]
     summary: str
@@ -168,11 +86,10 @@ def register_loss(
     needs: Sequence[str] = (),
     head: str = "linear",
     source: str,
-    methods: Sequence[TableMethod] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated class (or factory function) as loss ``name``; see the module
     docstring. Checked at import: a new name, known facts whose arguments the constructor
-    takes, a known head family, method arguments the constructor accepts."""
+    takes, a known head family."""
 
     def register(factory: Callable[..., Any]) -> Callable[..., Any]:
         where = f"register_loss({name!r}) on {factory.__name__}"
@@ -197,27 +114,12 @@ def register_loss(
             for p in arguments
             if params[p].default is not inspect.Parameter.empty
         }
-        taken = {(m.task, m.label) for e in LOSSES.values() for m in e.methods}
-        bound = []
-        for method in methods:
-            if (method.task, method.label) in taken:
-                raise ValueError(f"{where}: {method.task} method {method.label!r} is taken")
-            for kw in [method.loss_kw, *method.kw_by_family.values()]:
-                extra = sorted(set(kw) - set(arguments))
-                if extra:
-                    raise ValueError(
-                        f"{where}: method {method.label!r} passes {extra}, which "
-                        f"{factory.__name__} does not take"
-                    )
-            taken.add((method.task, method.label))
-            bound.append(_with_loss(method, name))
         LOSSES[name] = LossEntry(
             name=name,
             factory=factory,
             needs=tuple(needs),
             head=head,
             source=source,
-            methods=tuple(bound),
             arguments=arguments,
             defaults=defaults,
             summary=_summary(factory),
@@ -225,12 +127,6 @@ def register_loss(
         return factory
 
     return register
-
-
-def _with_loss(method: TableMethod, loss: str) -> TableMethod:
-    from dataclasses import replace
-
-    return replace(method, loss=loss)
 
 
 def loss_names() -> tuple[str, ...]:
