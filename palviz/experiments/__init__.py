@@ -25,148 +25,112 @@ subject modules it teaches. Its modules:
   ``docs/results/``
 """
 
-from palviz.experiments.budget import (
-    PAPER_STEPS,
-    paper_steps_for,
-    plot_budget,
-    steps_per_run,
-    weight_decay_integral,
-)
-from palviz.experiments.cachedir import clear_runs, list_runs
-from palviz.experiments.claims import (
-    claim_runs,
-    claims_explanation,
-    claims_markdown,
-    claims_summary,
-    evaluate_claims,
-    long_tailed_claims,
-    noisy_claims,
-    write_claims,
-)
-from palviz.experiments.cluster import run_grouped, run_many
-from palviz.experiments.methods import method_table
-from palviz.experiments.params import check_parameters
-from palviz.experiments.plan import experiment, experiment_specs, train_overrides
-from palviz.experiments.recipes import (
-    DATASET_NAMES,
-    LT_METHODS,
-    NOISE_METHODS,
-    ORIENTATIONS,
-    PAPER_LR_WD_INTEGRAL,
-    PUBLISHED_LT_ACCURACY,
-    expand_schedule,
-    long_tailed_setup,
-    lt_grid,
-    lt_label_spec,
-    lt_method,
-    lt_spec,
-    noise_method,
-    noisy_grid,
-    noisy_setup,
-    noisy_spec,
-    published_lt_accuracy,
-    scale_sweep,
-    select_noise_rates,
-)
-from palviz.experiments.runcache import (
-    CACHE_SCHEMA,
-    RunResult,
-    RunSpec,
-    build_loss,
-    cpu_seconds,
-    history_series,
-    initial_prototypes,
-    is_cached,
-    prepare_data,
-    recorded_split_counts,
-    run,
-)
-from palviz.experiments.tables import (
-    PER_CLASS_COLUMNS,
-    class_mean_features,
-    feature_geometry,
-    format_noisy_table,
-    lt_caption,
-    lt_table,
-    lt_table_markdown,
-    noisy_accuracy_table,
-    per_class_frame,
-    published_lt_markdown,
-    results_frame,
-    select_runs,
-    stack_over_seeds,
-    style_lt_tables,
-    style_noisy_table,
-    transition_rule_error,
-)
+from __future__ import annotations
 
-__all__ = [
-    "CACHE_SCHEMA",
-    "DATASET_NAMES",
-    "LT_METHODS",
-    "NOISE_METHODS",
-    "ORIENTATIONS",
-    "PAPER_LR_WD_INTEGRAL",
-    "PAPER_STEPS",
-    "PER_CLASS_COLUMNS",
-    "PUBLISHED_LT_ACCURACY",
-    "RunResult",
-    "RunSpec",
-    "build_loss",
-    "check_parameters",
-    "claim_runs",
-    "claims_explanation",
-    "claims_markdown",
-    "claims_summary",
-    "class_mean_features",
-    "clear_runs",
-    "cpu_seconds",
-    "evaluate_claims",
-    "expand_schedule",
-    "experiment",
-    "experiment_specs",
-    "feature_geometry",
-    "format_noisy_table",
-    "history_series",
-    "initial_prototypes",
-    "is_cached",
-    "list_runs",
-    "long_tailed_claims",
-    "long_tailed_setup",
-    "lt_caption",
-    "lt_grid",
-    "lt_label_spec",
-    "lt_method",
-    "lt_spec",
-    "lt_table",
-    "lt_table_markdown",
-    "method_table",
-    "noise_method",
-    "noisy_accuracy_table",
-    "noisy_claims",
-    "noisy_grid",
-    "noisy_setup",
-    "noisy_spec",
-    "paper_steps_for",
-    "per_class_frame",
-    "plot_budget",
-    "prepare_data",
-    "published_lt_accuracy",
-    "published_lt_markdown",
-    "recorded_split_counts",
-    "results_frame",
-    "run",
-    "run_grouped",
-    "run_many",
-    "scale_sweep",
-    "select_noise_rates",
-    "select_runs",
-    "stack_over_seeds",
-    "steps_per_run",
-    "style_lt_tables",
-    "style_noisy_table",
-    "train_overrides",
-    "transition_rule_error",
-    "weight_decay_integral",
-    "write_claims",
-]
+import importlib
+from typing import Any
+
+#: Where each public name of the layer lives. A name's module is imported the first time the
+#: name is read (PEP 562), so that importing the package, or a light module under it (the
+#: parameter checks a notebook runs first, what a worker process does first), imports no torch.
+HOMES: dict[str, tuple[str, ...]] = {
+    "budget": (
+        "PAPER_STEPS",
+        "paper_steps_for",
+        "plot_budget",
+        "steps_per_run",
+        "weight_decay_integral",
+    ),
+    "cachedir": (
+        "clear_runs",
+        "list_runs",
+    ),
+    "claims": (
+        "claim_runs",
+        "claims_explanation",
+        "claims_markdown",
+        "claims_summary",
+        "evaluate_claims",
+        "long_tailed_claims",
+        "noisy_claims",
+        "write_claims",
+    ),
+    "cluster": (
+        "run_grouped",
+        "run_many",
+    ),
+    "methods": ("method_table",),
+    "params": ("check_parameters",),
+    "plan": (
+        "experiment",
+        "experiment_specs",
+        "train_overrides",
+    ),
+    "recipes": (
+        "DATASET_NAMES",
+        "LT_METHODS",
+        "NOISE_METHODS",
+        "ORIENTATIONS",
+        "PAPER_LR_WD_INTEGRAL",
+        "PUBLISHED_LT_ACCURACY",
+        "expand_schedule",
+        "long_tailed_setup",
+        "lt_grid",
+        "lt_label_spec",
+        "lt_method",
+        "lt_spec",
+        "noise_method",
+        "noisy_grid",
+        "noisy_setup",
+        "noisy_spec",
+        "published_lt_accuracy",
+        "scale_sweep",
+        "select_noise_rates",
+    ),
+    "runcache": (
+        "CACHE_SCHEMA",
+        "RunResult",
+        "RunSpec",
+        "build_loss",
+        "cpu_seconds",
+        "history_series",
+        "initial_prototypes",
+        "is_cached",
+        "prepare_data",
+        "recorded_split_counts",
+        "run",
+    ),
+    "tables": (
+        "PER_CLASS_COLUMNS",
+        "class_mean_features",
+        "feature_geometry",
+        "format_noisy_table",
+        "lt_caption",
+        "lt_table",
+        "lt_table_markdown",
+        "noisy_accuracy_table",
+        "per_class_frame",
+        "published_lt_markdown",
+        "results_frame",
+        "select_runs",
+        "stack_over_seeds",
+        "style_lt_tables",
+        "style_noisy_table",
+        "transition_rule_error",
+    ),
+}
+_MODULE_OF = {name: module for module, names in HOMES.items() for name in names}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # read once: later reads find it here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
