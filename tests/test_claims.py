@@ -1,4 +1,4 @@
-"""palviz.experiments.claims: paired Student-t intervals, verdicts, claim rows and claims.csv."""
+"""palviz.experiments.claims: claim rows read with palviz.stats, and claims.csv."""
 
 import math
 import threading
@@ -8,98 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from palviz import stats
 from palviz.experiments import claims as pc
 from palviz.experiments import tables
 from palviz.experiments.recipes import lt_spec
 from palviz.experiments.runcache import RunResult
-
-T_975_4 = 2.7764451051977987  # t_{0.975, 4}, from a table (not from scipy)
-
-
-# ------------------------------------------------------------------ paired_difference
-
-
-def test_paired_difference_matches_a_hand_computation():
-    baseline = [70.0, 71.0, 69.0, 72.0, 70.0]
-    method = [73.0, 73.5, 72.0, 76.0, 72.5]
-    # differences 3.0, 2.5, 3.0, 4.0, 2.5: mean 15 / 5 = 3.0
-    # squared deviations 0, .25, 0, 1, .25 -> sum 1.5, variance 1.5 / 4 = .375
-    mean, sd = 3.0, math.sqrt(0.375)
-    half = T_975_4 * sd / math.sqrt(5)
-    d = pc.paired_difference(baseline, method)
-    assert d.n == 5 and d.method == "t" and d.confidence == 0.95
-    assert d.mean == pytest.approx(mean, abs=1e-12)
-    assert d.sd == pytest.approx(sd, abs=1e-12)
-    assert d.ci_low == pytest.approx(mean - half, abs=1e-12)
-    assert d.ci_high == pytest.approx(mean + half, abs=1e-12)
-
-
-def test_paired_difference_pairs_series_by_seed_not_by_position():
-    baseline = pd.Series([70.0, 71.0, 69.0], index=[0, 1, 2])
-    method = pd.Series([71.0, 74.0, 72.0], index=[2, 0, 1])  # seed 0: +4, 1: +1, 2: +2
-    d = pc.paired_difference(baseline, method)
-    assert d.mean == pytest.approx(7 / 3)
-    assert d.sd == pytest.approx(np.std([4.0, 1.0, 2.0], ddof=1))
-
-
-def test_paired_difference_of_one_seed_has_no_interval_and_says_so():
-    d = pc.paired_difference([0.5], [0.6])
-    assert d.n == 1 and d.mean == pytest.approx(0.1)
-    assert math.isnan(d.sd) and math.isnan(d.ci_low) and math.isnan(d.ci_high)
-    assert "one seed" in d.note
-    assert pc.verdict(d.ci_low, d.ci_high) == pc.INCONCLUSIVE
-
-
-@pytest.mark.parametrize(
-    ("baseline", "method", "argument"),
-    [
-        (pd.Series([1.0, 2.0], index=[0, 1]), pd.Series([1.0, 2.0], index=[0, 2]), "method"),
-        ([1.0, 2.0, 3.0], [1.0, 2.0], "method"),
-        ([], [], "baseline"),
-        ([1.0, float("nan")], [1.0, 2.0], "baseline"),
-        (pd.Series([1.0, 2.0], index=[0, 0]), pd.Series([1.0, 2.0], index=[0, 1]), "baseline"),
-        ("abc", [1.0], "baseline"),
-    ],
-)
-def test_paired_difference_errors_name_the_argument(baseline, method, argument):
-    with pytest.raises(ValueError, match=f"^{argument} must"):
-        pc.paired_difference(baseline, method)
-
-
-def test_paired_difference_errors_show_the_seeds_and_the_confidence():
-    with pytest.raises(ValueError, match=r"method must .*\[0, 1\].*got \[0, 2\]"):
-        pc.paired_difference(pd.Series([1.0, 2.0], [0, 1]), pd.Series([1.0, 2.0], [0, 2]))
-    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\), got 1.5"):
-        pc.paired_difference([1.0, 2.0], [2.0, 3.0], confidence=1.5)
-
-
-# ------------------------------------------------------------------------------ verdict
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "direction", "expected"),
-    [
-        (0.5, 2.0, +1, pc.CONSISTENT),
-        (-2.0, -0.5, +1, pc.CONTRADICTED),
-        (-0.5, 2.0, +1, pc.INCONCLUSIVE),
-        (0.0, 2.0, +1, pc.INCONCLUSIVE),  # touching 0 is not "the whole interval above"
-        (-2.0, -0.5, -1, pc.CONSISTENT),
-        (0.5, 2.0, -1, pc.CONTRADICTED),
-        (-2.0, 0.5, -1, pc.INCONCLUSIVE),
-        (float("nan"), float("nan"), +1, pc.INCONCLUSIVE),
-        (float("nan"), float("nan"), -1, pc.INCONCLUSIVE),
-    ],
-)
-def test_verdict_reads_the_whole_interval(low, high, direction, expected):
-    assert pc.verdict(low, high, direction) == expected
-
-
-def test_verdict_refuses_a_bad_direction_or_a_reversed_interval():
-    with pytest.raises(ValueError, match="direction must be .*got 0"):
-        pc.verdict(1.0, 2.0, 0)
-    with pytest.raises(ValueError, match="ci_low must be <= ci_high"):
-        pc.verdict(2.0, 1.0)
-
 
 # --------------------------------------------------------------------- evaluate_claims
 
@@ -160,13 +73,18 @@ def test_evaluate_claims_gives_each_outcome(frame):
     assert list(everything.columns) == list(pc.CLAIM_COLUMNS)
     assert everything["level"].tolist() == ["family", "member"] * 4  # one family per claim
     df = _members(everything)
-    assert df["verdict"].tolist() == [pc.CONSISTENT, pc.CONTRADICTED, pc.INCONCLUSIVE, pc.NOT_RUN]
+    assert df["verdict"].tolist() == [
+        stats.CONSISTENT,
+        stats.CONTRADICTED,
+        stats.INCONCLUSIVE,
+        stats.NOT_RUN,
+    ]
     assert df["n_seeds"].tolist() == [5, 5, 5, 0]
     assert df["profile"].unique().tolist() == ["smoke"]
     pal = df.iloc[0]
     assert pal["comparison"] == "PAL - CE (imbalance_ratio = 100)"
     assert pal["mean_diff"] == pytest.approx(3.0)  # percentage points
-    expected = pc.paired_difference(100 * np.array(CE), 100 * np.array(CE) + [3, 3.5, 2.5, 3, 3])
+    expected = stats.paired_difference(100 * np.array(CE), 100 * np.array(CE) + [3, 3.5, 2.5, 3, 3])
     assert pal["ci_low"] == pytest.approx(expected.ci_low)
     assert pal["ci_high"] == pytest.approx(expected.ci_high)
     assert df.iloc[1]["mean_diff"] == pytest.approx(-3.0)
@@ -180,7 +98,7 @@ def test_evaluate_claims_gives_each_outcome(frame):
 def test_evaluate_claims_reads_a_claimed_decrease(frame):
     df = pc.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
     df = _members(df)
-    assert df["verdict"].tolist() == [pc.CONSISTENT]
+    assert df["verdict"].tolist() == [stats.CONSISTENT]
     assert pd.isna(df["paper_steps"].iloc[0])
 
 
@@ -220,7 +138,7 @@ def test_evaluate_claims_reads_a_results_frame():
     df = _members(df)
     assert df["n_seeds"].tolist() == [3]
     assert df["mean_diff"].iloc[0] == pytest.approx(31 / 3)
-    assert df["verdict"].tolist() == [pc.CONSISTENT]
+    assert df["verdict"].tolist() == [stats.CONSISTENT]
     assert pd.isna(df["steps_per_run"].iloc[0])  # these metrics hold no training size
 
 
@@ -303,7 +221,7 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
     pc.write_claims(again, "smoke")
     after = pc.read_claims("smoke")
     assert after["notebook"].tolist() == ["06", "06", "07", "07"]
-    assert after["verdict"].tolist()[::2] == [pc.NOT_RUN, pc.CONTRADICTED]
+    assert after["verdict"].tolist()[::2] == [stats.NOT_RUN, stats.CONTRADICTED]
     assert _files(figures / "smoke") == ["claims.csv"]  # no temporary file left
 
 
@@ -363,7 +281,7 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
     assert f"+3.0 [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" in text
     assert '**"PAL beats CE"** (PAL paper, Table 2)' in text
     assert "19,400" in text and "1,500" in text and " 0-4 (5) |" in text
-    assert " n/a |" in text and pc.NOT_RUN in text
+    assert " n/a |" in text and stats.NOT_RUN in text
     assert "<0.001" in text and "0.062" in text  # t p of a steady +3, sign-flip 2/32
     assert text.count("\n") == 6  # header, rule, two families of one row each
 
@@ -371,7 +289,7 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
 def test_evaluate_claims_of_no_runs_says_not_run():
     df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
     df = _members(df)
-    assert df["verdict"].tolist() == [pc.NOT_RUN] and df["n_seeds"].tolist() == [0]
+    assert df["verdict"].tolist() == [stats.NOT_RUN] and df["n_seeds"].tolist() == [0]
     assert list(df.columns) == list(pc.CLAIM_COLUMNS)
 
 
@@ -480,77 +398,7 @@ def test_claim_runs_keeps_the_first_label_and_names_unknown_groups():
         pc.claim_runs(groups, exclude=["swept"])
 
 
-# ------------------------------------------------------------ p-values, Holm, families
-
-
-def _t4_two_sided_p(t):
-    """Student's t with 4 degrees of freedom in closed form: F(t) = 1/2 + 3/4 u (1 - u^2/3),
-    u = t / sqrt(t^2 + 4)."""
-    u = abs(t) / math.sqrt(t * t + 4)
-    return 2 * (0.5 - 0.75 * u * (1 - u * u / 3))
-
-
-def test_paired_difference_p_value_is_the_two_sided_paired_t_test():
-    baseline = [70.0, 71.0, 69.0, 72.0, 70.0]
-    method = [70.5, 72.5, 68.0, 73.5, 71.0]  # differences .5 1.5 -1 1.5 1
-    diffs = np.subtract(method, baseline)
-    t = diffs.mean() / (np.std(diffs, ddof=1) / math.sqrt(5))
-    d = pc.paired_difference(baseline, method)
-    assert d.p_value == pytest.approx(_t4_two_sided_p(t), abs=1e-12)
-    # the interval excludes 0 exactly when p < 0.05 (same t quantile)
-    assert (d.ci_low > 0) == (d.p_value < 0.05)
-
-
-def _brute_sign_flip(d):
-    import itertools
-
-    observed = abs(np.mean(d))
-    hits = [
-        abs(np.mean(np.multiply(signs, d))) >= observed - 1e-12
-        for signs in itertools.product((1, -1), repeat=len(d))
-    ]
-    return sum(hits) / len(hits)
-
-
-@pytest.mark.parametrize(
-    "diffs", [[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, -1.0, 2.0, 0.5, 1.5], [1.0, -1.0, 1.0], [0.0, 0.0]]
-)
-def test_sign_flip_p_counts_the_sign_patterns(diffs):
-    assert pc.sign_flip_p(diffs) == pytest.approx(_brute_sign_flip(diffs))
-
-
-def test_sign_flip_p_of_five_pairs_is_never_below_one_sixteenth():
-    assert pc.sign_flip_p([5.0, 4.0, 6.0, 5.5, 4.5]) == pytest.approx(1 / 16)
-    assert math.isnan(pc.sign_flip_p([1.0]))
-    with pytest.raises(ValueError, match="differences must be at most 16 pairs"):
-        pc.sign_flip_p(np.ones(17))
-
-
-def test_holm_by_hand():
-    # sorted 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> running max 0.06)
-    assert pc.holm([0.04, 0.01, float("nan"), 0.03]) == pytest.approx(
-        [0.06, 0.03, float("nan"), 0.06], nan_ok=True
-    )
-    assert pc.holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
-    assert pc.holm([0.02]) == [0.02]
-
-
-@pytest.mark.parametrize(
-    ("reading", "means", "p", "expected"),
-    [
-        ("all", [2.0, 3.0], [0.01, 0.02], pc.CONSISTENT),
-        ("all", [2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
-        ("all", [2.0, -3.0], [0.01, 0.01], pc.CONTRADICTED),  # one case measurably worse
-        ("all", [2.0, float("nan")], [0.01, float("nan")], pc.INCONCLUSIVE),  # one not run
-        ("any", [2.0, -0.5], [0.01, 0.6], pc.CONSISTENT),
-        ("any", [-2.0, -3.0], [0.01, 0.02], pc.CONTRADICTED),
-        ("any", [-2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
-        ("single", [2.0], [0.05], pc.INCONCLUSIVE),  # on the edge: not below alpha
-        ("all", [float("nan")], [float("nan")], pc.NOT_RUN),
-    ],
-)
-def test_family_verdict_reads_the_family_as_stated(reading, means, p, expected):
-    assert pc.family_verdict(reading, means, p, [+1] * len(means)) == expected
+# ------------------------------------------------------------------- families, with Holm
 
 
 def test_evaluate_claims_reads_a_family_with_holm(frame):
@@ -563,7 +411,7 @@ def test_evaluate_claims_reads_a_family_with_holm(frame):
             family="beats CE", reading=reading,
         )  # fmt: skip
 
-    for reading, expected in (("all", pc.INCONCLUSIVE), ("any", pc.CONSISTENT)):
+    for reading, expected in (("all", stats.INCONCLUSIVE), ("any", stats.CONSISTENT)):
         claims = [member("PAL", reading), member("same", reading)]
         df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
         assert df["level"].tolist() == ["family", "member", "member"]
@@ -572,11 +420,11 @@ def test_evaluate_claims_reads_a_family_with_holm(frame):
         assert fam["comparison"] == f"{reading} of the 2 comparisons below"
         assert fam["seeds"] == "0-4" and fam["n_seeds"] == 5
         p = rows["p_value"].tolist()
-        assert rows["p_holm"].tolist() == pytest.approx(pc.holm(p))
+        assert rows["p_holm"].tolist() == pytest.approx(stats.holm(p))
         assert fam["p_holm"] == pytest.approx(
-            max(pc.holm(p)) if reading == "all" else min(pc.holm(p))
+            max(stats.holm(p)) if reading == "all" else min(stats.holm(p))
         )
-        assert rows["verdict"].tolist() == [pc.CONSISTENT, pc.INCONCLUSIVE]  # each on its own
+        assert rows["verdict"].tolist() == [stats.CONSISTENT, stats.INCONCLUSIVE]  # each on its own
 
 
 def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):

@@ -1,19 +1,16 @@
 """The papers' claims, each read against a confidence interval of our own runs, never asserted.
 
 A claim ("PAL improves CE by ... at rho = 100") becomes a comparison of two methods in one
-setting: for every seed, the difference ``method - baseline`` of one metric. The seeds pair
-the runs: runs with the same seed share the data subset (long-tailed draw, training subset),
-the label-noise draw and the initialisation, so the per-seed difference removes what the two
-runs have in common and the spread left is the spread of the *difference*
-(:func:`paired_difference`). The interval is Student's t,
-``mean +- t_{(1+c)/2, n-1} * sd / sqrt(n)`` with ``sd`` the sample standard deviation
-(``ddof=1``) of the n differences: with the 3 to 5 seeds a profile affords, the normal
-quantile (1.96) would be far too narrow (t_{0.975, 4} = 2.78, t_{0.975, 2} = 4.30).
+setting: for every seed, the difference ``method - baseline`` of one metric, paired by seed
+(runs with the same seed share the data subset, the label-noise draw and the
+initialisation). The statistics are :mod:`palviz.stats`: the per-seed differences and their
+Student-t interval (:func:`palviz.stats.paired_difference`), the paired t and sign-flip
+p-values, Holm's correction across a family and the verdicts, "consistent" when all of the
+interval lies on the side the paper claims, "contradicted" when all of it lies on the other
+side, else "inconclusive at this size" (a small profile often cannot tell; that is a finding
+about the profile, not about the paper).
 
-:func:`verdict` reads the interval: "consistent" when all of it lies on the side the paper
-claims, "contradicted" when all of it lies on the other side, else "inconclusive at this
-size" (a small profile often cannot tell; that is a finding about the profile, not about the
-paper). :func:`evaluate_claims` makes one row per claim, :func:`write_claims` keeps them in
+:func:`evaluate_claims` makes one row per claim, :func:`write_claims` keeps them in
 ``figures/<profile>/claims.csv`` (one file per profile, notebooks merged into it) and
 :func:`claims_markdown` prints them.
 """
@@ -32,25 +29,27 @@ from typing import Any
 import filelock
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from palviz.checks import check_range, invalid
 from palviz.files import atomic_write, figures_dir, resolve_profile
+from palviz.stats import (
+    CONSISTENT,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_RUN,
+    READINGS,
+    check_direction,
+    family_verdict,
+    holm,
+    paired_difference,
+    verdict,
+)
 
 __all__ = [
-    "family_verdict",
-    "READINGS",
-    "holm",
-    "sign_flip_p",
     "CLAIM_COLUMNS",
-    "CONSISTENT",
-    "CONTRADICTED",
-    "INCONCLUSIVE",
-    "NOT_RUN",
     "Claim",
     "QUOTES",
     "Quote",
-    "PairedDifference",
     "claims_explanation",
     "claims_markdown",
     "claims_summary",
@@ -59,17 +58,10 @@ __all__ = [
     "evaluate_claims",
     "long_tailed_claims",
     "noisy_claims",
-    "paired_difference",
     "read_claims",
     "read_claims_file",
-    "verdict",
     "write_claims",
 ]
-
-CONSISTENT = "consistent"
-CONTRADICTED = "contradicted"
-INCONCLUSIVE = "inconclusive at this size"
-NOT_RUN = "not run in this profile"
 
 #: The columns of :func:`evaluate_claims` and of ``claims.csv``, in order. A claim is a
 #: family of comparisons: one ``level == "family"`` row (its verdict under its ``reading``,
@@ -98,21 +90,9 @@ CLAIM_COLUMNS = (
     "paper_steps",
 )
 
-#: How a family of comparisons is read: ``"all"`` (the text says every setting: each member
-#: must be consistent after Holm's correction), ``"any"`` (at least one), ``"single"`` (one
-#: comparison).
-READINGS = ("all", "any", "single")
-
-_NUMBER_COLUMNS = (
-    "n_seeds",
-    "mean_diff",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_signflip",
-    "p_holm",
-    "steps_per_run",
-    "paper_steps",
+#: The number columns: from ``n_seeds`` on, all but the verdict.
+_NUMBER_COLUMNS = tuple(
+    c for c in CLAIM_COLUMNS[CLAIM_COLUMNS.index("n_seeds") :] if c != "verdict"
 )
 _TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
 
@@ -121,169 +101,6 @@ _TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
 _ACCURACY_METRICS = ("last_acc", "best_acc", "many", "medium", "few")
 
 _NOTEBOOK = re.compile(r"^\d\d$")
-
-
-# ------------------------------------------------------------------------ paired difference
-
-
-@dataclass(frozen=True)
-class PairedDifference:
-    """Per-seed differences ``method - baseline`` summarised: ``n`` pairs, their ``mean`` and
-    sample standard deviation ``sd`` (``ddof=1``), and the ``confidence`` interval
-    ``[ci_low, ci_high]`` by ``method`` ("t": Student's t with n - 1 degrees of freedom),
-    the two-sided paired t-test's ``p_value`` for "mean difference 0" and the exact
-    sign-flip permutation ``p_signflip`` (:func:`sign_flip_p`). With one pair ``sd``, the
-    interval and the p-values are NaN and ``note`` says why."""
-
-    n: int
-    mean: float
-    sd: float
-    ci_low: float
-    ci_high: float
-    method: str = "t"
-    confidence: float = 0.95
-    note: str = ""
-    p_value: float = float("nan")
-    p_signflip: float = float("nan")
-
-
-def _as_series(name: str, values: Any) -> pd.Series:
-    """``values`` as a float Series; a Series keeps its index (the seeds), anything else is
-    indexed 0, 1, ... (paired by position)."""
-    if isinstance(values, pd.Series):
-        series = values
-    elif isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise invalid(name, values, "a sequence of numbers or a pandas Series indexed by seed")
-    else:
-        series = pd.Series(list(values), dtype=object)
-    try:
-        series = series.astype(float)
-    except (TypeError, ValueError):
-        raise invalid(name, values, "numbers") from None
-    if series.index.has_duplicates:
-        seeds = series.index[series.index.duplicated()].unique().tolist()
-        raise invalid(name, values, f"one value per seed (seeds {seeds} appear twice)")
-    if series.isna().any():
-        raise invalid(name, values, "free of NaN (a missing run is left out, not NaN)")
-    return series
-
-
-def paired_difference(
-    baseline: Sequence[float] | pd.Series,
-    method: Sequence[float] | pd.Series,
-    confidence: float = 0.95,
-) -> PairedDifference:
-    """The per-seed differences ``method - baseline`` and their Student-t interval.
-
-    Two pandas Series are paired by their index (the seed) and must hold the same seeds; two
-    sequences (or a sequence and a Series) are paired by position and must have the same
-    length. The interval is ``mean +- t_{(1+c)/2, n-1} * sd / sqrt(n)`` (``c`` =
-    ``confidence``, ``sd`` with ``ddof=1``). Pairing by seed is what makes this a paired
-    interval: both runs of a seed saw the same data subset, noise draw and initialisation.
-
-    With a single pair there is no spread to estimate: ``sd``, ``ci_low`` and ``ci_high`` are
-    NaN and ``note`` says so (and :func:`verdict` calls that inconclusive).
-
-    Raises:
-        ValueError: naming the argument: no values, NaN values, different seeds (Series),
-            different lengths (sequences), or ``confidence`` outside ``(0, 1)``.
-    """
-    confidence = check_range("confidence", confidence, 0.0, 1.0, low_open=True, high_open=True)
-    a = _as_series("baseline", baseline)
-    b = _as_series("method", method)
-    if isinstance(baseline, pd.Series) and isinstance(method, pd.Series):
-        if set(a.index) != set(b.index):
-            raise invalid(
-                "method",
-                sorted(b.index.tolist()),
-                f"runs of the same seeds as baseline ({sorted(a.index.tolist())})",
-            )
-        b = b.loc[a.index]
-    elif len(a) != len(b):
-        raise invalid("method", list(b), f"as long as baseline ({len(a)} values)")
-    else:
-        b = pd.Series(b.to_numpy(), index=a.index)
-    if len(a) == 0:
-        raise invalid("baseline", list(a), "at least one value")
-    diff = (b - a).to_numpy(dtype=float)
-    n = len(diff)
-    mean = float(diff.mean())
-    if n < 2:
-        nan = float("nan")
-        note = "one seed: no spread to estimate, no interval"
-        return PairedDifference(n, mean, nan, nan, nan, "t", confidence, note)
-    sd = float(diff.std(ddof=1))
-    half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
-    if sd > 0:
-        p = float(2 * stats.t.sf(abs(mean) / (sd / math.sqrt(n)), n - 1))
-    else:  # every pair differs by the same amount: no doubt about the sign unless it is 0
-        p = 1.0 if mean == 0 else 0.0
-    return PairedDifference(
-        n, mean, sd, mean - half, mean + half, "t", confidence, "", p, sign_flip_p(diff)
-    )
-
-
-def sign_flip_p(differences: Sequence[float]) -> float:
-    """The exact two-sided sign-flip permutation p-value of paired ``differences``: under
-    "no difference" each pair's sign is a fair coin, so the p-value is the share of the
-    ``2**n`` sign patterns whose mean is at least as far from 0 as the observed one. It
-    assumes no distribution, but it is coarse: with n pairs it is never below
-    ``2 / 2**n`` (1/16 for 5 seeds, 1/4 for 3), so it cannot fall below 0.05 with fewer than
-    6 pairs. NaN for fewer than 2 pairs; up to 16 pairs (65,536 patterns)."""
-    d = np.asarray(differences, dtype=float)
-    n = len(d)
-    if n < 2:
-        return float("nan")
-    if n > 16:
-        raise invalid("differences", f"{n} values", "at most 16 pairs (2**n sign patterns)")
-    signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
-    means = np.abs(signs @ d) / n
-    return float(np.mean(means >= abs(d.mean()) * (1 - 1e-12)))
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment of ``p_values`` (NaN entries, comparisons that could not
-    be tested, are left NaN and not counted): with the m tested p-values sorted,
-    ``p_(1) <= ... <= p_(m)``, the adjusted ``p_(i)`` is ``max_{j <= i} min(1, (m - j + 1)
-    p_(j))``. Rejecting where the adjusted value is below alpha keeps the chance of any false
-    verdict in the family at most alpha, whatever the dependence between the comparisons."""
-    p = np.asarray(p_values, dtype=float)
-    out = np.full(p.shape, np.nan)
-    tested = np.flatnonzero(~np.isnan(p))
-    m = len(tested)
-    running = 0.0
-    for rank, i in enumerate(tested[np.argsort(p[tested], kind="stable")]):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out.tolist()
-
-
-def _direction(value: Any, name: str = "direction") -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value not in (1, -1):
-        raise invalid(name, value, "+1 (the method is claimed better) or -1 (worse)")
-    return int(value)
-
-
-def verdict(ci_low: float, ci_high: float, direction: int = +1) -> str:
-    """How an interval of ``method - baseline`` reads against a claim of ``direction``:
-
-    - :data:`CONSISTENT` (``"consistent"``) when the whole interval lies on the claimed side
-      of 0 (``direction=+1``, the method better: ``ci_low > 0``; ``-1``: ``ci_high < 0``);
-    - :data:`CONTRADICTED` (``"contradicted"``) when it lies wholly on the other side;
-    - :data:`INCONCLUSIVE` (``"inconclusive at this size"``) when it contains 0 (or touches
-      it), or is NaN (a single seed).
-    """
-    direction = _direction(direction)
-    lo, hi = float(ci_low), float(ci_high)
-    if math.isnan(lo) or math.isnan(hi):
-        return INCONCLUSIVE
-    if lo > hi:
-        raise invalid("ci_low", ci_low, f"<= ci_high ({ci_high!r})")
-    if lo > 0:
-        return CONSISTENT if direction > 0 else CONTRADICTED
-    if hi < 0:
-        return CONSISTENT if direction < 0 else CONTRADICTED
-    return INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------------ claims
@@ -306,8 +123,8 @@ class Claim:
     - ``direction``: +1 if the paper says the method is higher, -1 if lower;
     - ``family``: the short name of the claim this comparison belongs to (default: the
       ``claim`` text); the comparisons of one family are read together;
-    - ``reading``: how the family is read, one of :data:`READINGS` (``"all"``: the text
-      says every setting; ``"any"``; ``"single"``: one comparison);
+    - ``reading``: how the family is read, one of :data:`~palviz.stats.READINGS`
+      (``"all"``: the text says every setting; ``"any"``; ``"single"``: one comparison);
     - ``seeds``: the seeds read (``None``: every seed both methods ran), e.g. a
       replication on seeds another profile never used.
     """
@@ -334,7 +151,7 @@ class Claim:
         if not isinstance(self.where, Mapping):
             raise invalid("where", self.where, "a dict of frame column -> value")
         object.__setattr__(self, "where", dict(self.where))
-        object.__setattr__(self, "direction", _direction(self.direction))
+        object.__setattr__(self, "direction", check_direction(self.direction))
         if not isinstance(self.family, str):
             raise invalid("family", self.family, "a string (empty: the claim's text)")
         object.__setattr__(self, "family", self.family.strip() or self.claim)
@@ -440,17 +257,18 @@ def evaluate_claims(
 ) -> pd.DataFrame:
     """The claims read against ``frame``, columns :data:`CLAIM_COLUMNS`: per family (the
     claims with the same ``notebook`` and ``family``, in the order given), one
-    ``level="family"`` row with the family's verdict (:func:`family_verdict`) above one
-    ``level="member"`` row per comparison.
+    ``level="family"`` row with the family's verdict (:func:`~palviz.stats.family_verdict`)
+    above one ``level="member"`` row per comparison.
 
     A member row: ``comparison`` (``"<method> - <baseline> (<setting>)"``), ``metric``,
     ``seeds`` and ``n_seeds`` (the seeds both methods ran in the setting, the pairs);
     ``mean_diff``, ``ci_low``, ``ci_high`` (the mean per-seed difference and its
-    ``confidence`` Student-t interval, :func:`paired_difference`; accuracies in percentage
-    points, other metrics in their own unit); ``p_value`` (two-sided paired t),
-    ``p_signflip`` (exact sign-flip permutation, :func:`sign_flip_p`), ``p_holm`` (``p_value``
-    adjusted by :func:`holm` across the family's members); ``verdict`` (:func:`verdict` of
-    the unadjusted interval: the comparison on its own); ``steps_per_run`` (the SGD steps of
+    ``confidence`` Student-t interval, :func:`~palviz.stats.paired_difference`; accuracies
+    in percentage points, other metrics in their own unit); ``p_value`` (two-sided paired
+    t), ``p_signflip`` (exact sign-flip permutation, :func:`~palviz.stats.sign_flip_p`),
+    ``p_holm`` (``p_value`` adjusted by :func:`~palviz.stats.holm` across the family's
+    members); ``verdict`` (:func:`~palviz.stats.verdict` of the unadjusted interval: the
+    comparison on its own); ``steps_per_run`` (the SGD steps of
     the runs compared, the largest if they differ); ``paper_steps`` (``paper_steps`` itself,
     or its value for the claim's ``where``, e.g. :func:`palviz.experiments.budget.paper_steps_for`).
 
@@ -461,8 +279,8 @@ def evaluate_claims(
 
     ``frame`` is :func:`palviz.experiments.tables.results_frame` of the runs. Runs pair by seed; a
     seed that only one of the two methods ran (or whose metric is NaN) is left out. A comparison
-    with no pair gives ``n_seeds`` 0 and :data:`NOT_RUN`; one pair gives no interval and no
-    p-value (inconclusive).
+    with no pair gives ``n_seeds`` 0 and :data:`~palviz.stats.NOT_RUN`; one pair gives no
+    interval and no p-value (inconclusive).
     """
     profile = resolve_profile(profile)
     confidence = check_range("confidence", confidence, 0.0, 1.0, low_open=True, high_open=True)
@@ -574,48 +392,6 @@ def _member_row(
         steps_per_run=_steps(paired),
     )
     return row
-
-
-def family_verdict(
-    reading: str,
-    means: Sequence[float],
-    p_holm: Sequence[float],
-    directions: Sequence[int],
-    alpha: float = 0.05,
-    run: Sequence[bool] | None = None,
-) -> str:
-    """The verdict on a family of comparisons from its members' mean differences, their
-    Holm-adjusted p-values and the claimed ``directions``. A member *supports* the claim when
-    its adjusted p is below ``alpha`` and its mean lies on the claimed side, *opposes* it when
-    below ``alpha`` on the other side.
-
-    - ``"all"`` (and ``"single"``): :data:`CONSISTENT` when every member supports the claim,
-      :data:`CONTRADICTED` when any member opposes it (one setting where the method is
-      measurably worse refutes "in all cases"), else :data:`INCONCLUSIVE`;
-    - ``"any"``: consistent when some member supports it, contradicted when every member
-      opposes it, else inconclusive;
-    - :data:`NOT_RUN` when no member was run (``run``: which members have runs; default: those
-      with a finite mean).
-    """
-    if reading not in READINGS:
-        raise invalid("reading", reading, f"one of {READINGS}")
-    means, p_holm = np.asarray(means, dtype=float), np.asarray(p_holm, dtype=float)
-    dirs = np.asarray([_direction(x) for x in directions])
-    if not (len(means) == len(p_holm) == len(dirs)) or len(means) == 0:
-        raise invalid("means", list(means), "one value per member, as many as p_holm, >= 1")
-    ran = ~np.isnan(means) if run is None else np.asarray(run, dtype=bool)
-    if not ran.any():
-        return NOT_RUN
-    significant = ~np.isnan(p_holm) & (p_holm < alpha)
-    supports = significant & (np.sign(means) == dirs)
-    opposes = significant & (np.sign(means) == -dirs)
-    if reading == "any":
-        if supports.any():
-            return CONSISTENT
-        return CONTRADICTED if opposes.all() else INCONCLUSIVE
-    if opposes.any():
-        return CONTRADICTED
-    return CONSISTENT if supports.all() else INCONCLUSIVE
 
 
 def _family_row(members: list[dict], alpha: float) -> dict:
