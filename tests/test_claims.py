@@ -1,4 +1,5 @@
-"""palviz.experiments.claims: claim rows read with palviz.stats, and claims.csv."""
+"""palviz.experiments.claims and claims_table: the claims, their rows read with palviz.stats,
+claims.csv and its markdown."""
 
 import math
 import threading
@@ -10,6 +11,7 @@ import pytest
 
 from palviz import stats
 from palviz.experiments import claims as pc
+from palviz.experiments import claims_table as ct
 from palviz.experiments import tables
 from palviz.experiments.recipes import lt_spec
 from palviz.experiments.runcache import RunResult
@@ -69,7 +71,7 @@ def _members(df):
 
 def test_evaluate_claims_gives_each_outcome(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("same"), _claim("missing")]
-    everything = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
+    everything = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
     assert list(everything.columns) == list(pc.CLAIM_COLUMNS)
     assert everything["level"].tolist() == ["family", "member"] * 4  # one family per claim
     df = _members(everything)
@@ -96,7 +98,7 @@ def test_evaluate_claims_gives_each_outcome(frame):
 
 
 def test_evaluate_claims_reads_a_claimed_decrease(frame):
-    df = pc.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
     df = _members(df)
     assert df["verdict"].tolist() == [stats.CONSISTENT]
     assert pd.isna(df["paper_steps"].iloc[0])
@@ -104,7 +106,7 @@ def test_evaluate_claims_reads_a_claimed_decrease(frame):
 
 def test_evaluate_claims_pairs_only_the_seeds_both_ran(frame):
     frame = frame[~((frame["label"] == "PAL") & frame["seed"].isin([3, 4]))]
-    df = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     df = _members(df)
     assert df["n_seeds"].tolist() == [3]
 
@@ -114,7 +116,7 @@ def test_evaluate_claims_selects_noisy_settings_by_where():
     rows += [_row("ELM", s, 0.6 + 0.01 * s, eta=0.4) for s in range(3)]
     rows += [_row("ELM", s, 0.1, eta=0.8) for s in range(3)]
     claim = _claim("ELM", noise_kind="symmetric", noise_rate=0.4)
-    df = pc.evaluate_claims(pd.DataFrame(rows), [claim], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(pd.DataFrame(rows), [claim], profile="smoke", paper_steps=None)
     df = _members(df)
     row = df.iloc[0]
     assert row["comparison"] == "ELM - CE (noise_kind = symmetric, noise_rate = 0.4)"
@@ -134,7 +136,7 @@ def test_evaluate_claims_reads_a_results_frame():
     claim = pc.Claim(
         "07", "LDAM-DRW beats CE", "LDAM paper, Table 2", "CE", "LDAM-DRW", {"imbalance_ratio": rho}
     )
-    df = pc.evaluate_claims(frame, [claim], profile="quick", paper_steps=19_400)
+    df = ct.evaluate_claims(frame, [claim], profile="quick", paper_steps=19_400)
     df = _members(df)
     assert df["n_seeds"].tolist() == [3]
     assert df["mean_diff"].iloc[0] == pytest.approx(31 / 3)
@@ -152,28 +154,28 @@ def test_evaluate_claims_takes_the_papers_steps_per_setting(frame):
         return 19_400 if where == {"imbalance_ratio": 100} else None
 
     claims = [_claim("PAL"), _claim("same")]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
     df = _members(df)
     assert seen == [{"imbalance_ratio": 100}] * 2
     assert df["paper_steps"].tolist() == [19_400, 19_400]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
     df = _members(df)
     assert df["paper_steps"].isna().all()
 
 
 def test_evaluate_claims_errors_name_the_argument(frame):
     with pytest.raises(ValueError, match="profile must be one of"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="huge", paper_steps=None)
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="huge", paper_steps=None)
     steps = "paper_steps must be an integer >= 1, None, or a function giving one, got "
     with pytest.raises(ValueError, match=steps + "0"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=0)
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=0)
     with pytest.raises(ValueError, match=steps + "'many'"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=lambda w: "many")
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=lambda w: "many")
     where = r"where of claim .*\('rho' is not one\), got \{'rho': 100\}"
     with pytest.raises(ValueError, match=where):
-        pc.evaluate_claims(frame, [_claim("PAL", rho=100)], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [_claim("PAL", rho=100)], profile="smoke", paper_steps=None)
     with pytest.raises(ValueError, match="several runs of 'CE' for seeds"):
-        pc.evaluate_claims(
+        ct.evaluate_claims(
             frame, [_claim("PAL", noise_rate=0.0)], profile="smoke", paper_steps=None
         )
 
@@ -202,10 +204,10 @@ def figures(tmp_path, monkeypatch):
 
 
 def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figures):
-    six = pc.evaluate_claims(
+    six = ct.evaluate_claims(
         frame, [_claim("same"), _claim("PAL")], profile="smoke", paper_steps=19_400
     )
-    seven = pc.evaluate_claims(
+    seven = ct.evaluate_claims(
         frame, [_claim("worse", notebook="07")], profile="smoke", paper_steps=None
     )
     path = pc.write_claims(six, "smoke")
@@ -217,7 +219,7 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
     assert both["level"].tolist() == ["family", "member"] * 3  # each family above its rows
     pd.testing.assert_frame_equal(both.iloc[:4].reset_index(drop=True), six)
 
-    again = pc.evaluate_claims(frame, [_claim("missing")], profile="smoke", paper_steps=None)
+    again = ct.evaluate_claims(frame, [_claim("missing")], profile="smoke", paper_steps=None)
     pc.write_claims(again, "smoke")
     after = pc.read_claims("smoke")
     assert after["notebook"].tolist() == ["06", "06", "07", "07"]
@@ -226,7 +228,7 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
 
 
 def test_write_claims_keeps_profiles_apart_and_refuses_foreign_rows(frame, figures):
-    quick = pc.evaluate_claims(frame, [_claim("PAL")], profile="quick", paper_steps=None)
+    quick = ct.evaluate_claims(frame, [_claim("PAL")], profile="quick", paper_steps=None)
     pc.write_claims(quick, "quick")
     assert (figures / "claims.csv").exists() and pc.read_claims("smoke").empty
     with pytest.raises(ValueError, match=r"rows must be rows of profile 'smoke' only.*\['quick'\]"):
@@ -236,7 +238,7 @@ def test_write_claims_keeps_profiles_apart_and_refuses_foreign_rows(frame, figur
 
 
 def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, monkeypatch):
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     path = pc.write_claims(six, "smoke")
     before = path.read_bytes()
 
@@ -246,7 +248,7 @@ def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, mon
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
     with pytest.raises(OSError, match="disk full"):
         pc.write_claims(
-            pc.evaluate_claims(frame, [_claim("worse")], profile="smoke", paper_steps=None), "smoke"
+            ct.evaluate_claims(frame, [_claim("worse")], profile="smoke", paper_steps=None), "smoke"
         )
     assert path.read_bytes() == before
     assert _files(path.parent) == ["claims.csv"]
@@ -255,8 +257,8 @@ def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, mon
 def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
     """Two notebooks run at once both merge into claims.csv: a second writer waits for the
     first one's lock instead of reading the file the first one is about to replace."""
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
-    seven = pc.evaluate_claims(
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    seven = ct.evaluate_claims(
         frame, [_claim("worse", notebook="07")], profile="smoke", paper_steps=None
     )
     path = pc.write_claims(six, "smoke")
@@ -273,10 +275,10 @@ def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
 
 
 def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
-    df = pc.evaluate_claims(
+    df = ct.evaluate_claims(
         frame, [_claim("PAL"), _claim("missing")], profile="smoke", paper_steps=19_400
     )
-    text = pc.claims_markdown(df)
+    text = ct.claims_markdown(df)
     d = _members(df).iloc[0]
     assert f"+3.0 [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" in text
     assert '**"PAL beats CE"** (PAL paper, Table 2)' in text
@@ -287,7 +289,7 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
 
 
 def test_evaluate_claims_of_no_runs_says_not_run():
-    df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
     df = _members(df)
     assert df["verdict"].tolist() == [stats.NOT_RUN] and df["n_seeds"].tolist() == [0]
     assert list(df.columns) == list(pc.CLAIM_COLUMNS)
@@ -413,7 +415,7 @@ def test_evaluate_claims_reads_a_family_with_holm(frame):
 
     for reading, expected in (("all", stats.INCONCLUSIVE), ("any", stats.CONSISTENT)):
         claims = [member("PAL", reading), member("same", reading)]
-        df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+        df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
         assert df["level"].tolist() == ["family", "member", "member"]
         fam, rows = df.iloc[0], _members(df)
         assert fam["verdict"] == expected and fam["reading"] == reading
@@ -431,11 +433,11 @@ def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
     a = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="f", reading="all")
     b = pc.Claim("06", "y", "s", "CE", "same", {"imbalance_ratio": 100}, family="f", reading="all")
     with pytest.raises(ValueError, match="claims of family 'f' must be the same claim text"):
-        pc.evaluate_claims(frame, [a, b], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [a, b], profile="smoke", paper_steps=None)
     c = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="g")
     d = pc.Claim("06", "x", "s", "CE", "same", {"imbalance_ratio": 100}, family="g")
     with pytest.raises(ValueError, match="reading of family 'g' must be 'all' or 'any'"):
-        pc.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
     with pytest.raises(ValueError, match="reading must be one of"):
         pc.Claim("06", "x", "s", "CE", "PAL", reading="most")
     with pytest.raises(ValueError, match="seeds must be None or a non-empty tuple"):
@@ -444,15 +446,15 @@ def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
 
 def test_claim_seeds_restrict_the_pairs(frame):
     claim = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, seeds=(3, 4))
-    rows = _members(pc.evaluate_claims(frame, [claim], profile="smoke", paper_steps=None))
+    rows = _members(ct.evaluate_claims(frame, [claim], profile="smoke", paper_steps=None))
     assert rows["seeds"].tolist() == ["3-4"] and rows["n_seeds"].tolist() == [2]
     assert rows["mean_diff"].iloc[0] == pytest.approx(3.0)  # seeds 3, 4: +3.0 and +3.0
 
 
 def test_claims_summary_counts_the_family_verdicts(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("missing")]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
-    assert pc.claims_summary(df) == (
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+    assert ct.claims_summary(df) == (
         "3 claims: 1 consistent, 1 contradicted, 0 inconclusive at this size, "
         "1 not run in this profile (3 comparisons)."
     )
@@ -461,18 +463,18 @@ def test_claims_summary_counts_the_family_verdicts(frame):
 def test_claims_explanation_computes_its_numbers_from_the_table(frame):
     three = frame[frame["seed"] < 3]
     claims = [_claim("PAL"), _claim("missing")]
-    text = pc.claims_explanation(
-        pc.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
+    text = ct.claims_explanation(
+        ct.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
     )
     assert "2 claims: 1 consistent" in text
     assert "0.25 for 3 pairs here" in text and "can never reach 0.05" in text  # 2 / 2**3
     assert "*missing beats CE*" in text  # the family this profile does not train
     assert "Read from one comparison" not in text  # single claims are meant as one
     wide = [pc.Claim("06", "all of it", "s", "CE", "PAL", {"imbalance_ratio": 100}, reading="all")]
-    text = pc.claims_explanation(pc.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
+    text = ct.claims_explanation(ct.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
     assert "*Read from one comparison here:* *all of it*" in text
-    text = pc.claims_explanation(
-        pc.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
+    text = ct.claims_explanation(
+        ct.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
     )
     assert "0.0625 for 5 pairs" in text and "90 % Student-t" in text and "Not read" not in text
 
@@ -483,7 +485,7 @@ def test_write_claims_replaces_a_file_of_another_version_with_a_warning(frame, f
     old.write_text("profile,notebook,claim,verdict\nsmoke,06,x,consistent\n")
     with pytest.raises(ValueError, match="has columns"):
         pc.read_claims("smoke")
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     with pytest.warns(UserWarning, match="claims.csv has columns .*rows are dropped"):
         pc.write_claims(six, "smoke")
     pd.testing.assert_frame_equal(pc.read_claims("smoke"), six)

@@ -238,7 +238,6 @@ MAX_MODULE_LINES = 600
 #: Modules still over the limit, each at most its length today: the list only shrinks.
 STILL_LONG = {
     "palviz.cli": 1181,
-    "palviz.experiments.claims": 920,
     "palviz.experiments.recipes": 935,
     "palviz.train": 840,
     "palviz.experiments.runcache": 826,

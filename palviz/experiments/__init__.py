@@ -17,7 +17,9 @@ subject modules it teaches. Its modules:
 - :mod:`~palviz.experiments.params` each notebook's parameters, checked once
   (:func:`check_parameters`)
 - :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it
-- :mod:`~palviz.experiments.claims` each paper claim read against paired seeds
+- :mod:`~palviz.experiments.claims` each paper claim, the runs it reads, ``claims.csv``
+- :mod:`~palviz.experiments.claims_table` the claims read against paired seeds
+  (:mod:`palviz.stats`), as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive
 - :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
@@ -33,13 +35,15 @@ from palviz.experiments.budget import (
 )
 from palviz.experiments.claims import (
     claim_runs,
+    long_tailed_claims,
+    noisy_claims,
+    write_claims,
+)
+from palviz.experiments.claims_table import (
     claims_explanation,
     claims_markdown,
     claims_summary,
     evaluate_claims,
-    long_tailed_claims,
-    noisy_claims,
-    write_claims,
 )
 from palviz.experiments.cluster import run_grouped, run_many
 from palviz.experiments.methods import method_table
