@@ -246,7 +246,6 @@ STILL_LONG = {
     "palviz.data": 685,
     "palviz.plots.theory": 657,
     "palviz.experiments.pack": 646,
-    "palviz.theory": 620,
 }
 
 
