@@ -241,7 +241,6 @@ STILL_LONG = {
     "palviz.experiments.recipes": 935,
     "palviz.train": 840,
     "palviz.experiments.runcache": 826,
-    "palviz.experiments.cluster": 727,
     "palviz.experiments.params": 707,
     "palviz.data": 685,
     "palviz.experiments.pack": 646,

@@ -9,6 +9,7 @@ subject modules it teaches. Its modules:
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
   local process pools (GPU slots), submitit or Dask; :mod:`~palviz.experiments.workers` what a
   local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
+- :mod:`~palviz.experiments.slurm` what a sweep's Slurm jobs ask for, checked with ``sinfo``
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
   papers' facts
