@@ -243,7 +243,6 @@ STILL_LONG = {
     "palviz.experiments.runcache": 826,
     "palviz.experiments.params": 707,
     "palviz.data": 685,
-    "palviz.experiments.pack": 646,
 }
 
 
