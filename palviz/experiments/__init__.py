@@ -22,6 +22,7 @@ subject modules it teaches. Its modules:
 - :mod:`~palviz.experiments.claims_table` the claims read against paired seeds
   (:mod:`palviz.stats`), as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive
+- :mod:`~palviz.experiments.unpack` the archive's format, and its reading and checks
 - :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
   ``docs/results/``
