@@ -14,6 +14,8 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach, the
   layer-peeled model
+- :mod:`palviz.stats`    paired differences over seeds, Student-t intervals, paired t and
+  sign-flip p-values, Holm's correction, the verdicts
 - :mod:`palviz.plots`    ``savefig``, ``setup_notebook``, sliders, UMAP and every figure
 - :mod:`palviz.files`, :mod:`palviz.checks`, :mod:`palviz.threads`  at the bottom: where data,
   runs and figures live, the profile names, atomic writes; argument checks with one message

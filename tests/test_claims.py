@@ -1,4 +1,5 @@
-"""palviz.experiments.claims: paired Student-t intervals, verdicts, claim rows and claims.csv."""
+"""palviz.experiments.claims and claims_table: the claims, their rows read with palviz.stats,
+claims.csv and its markdown."""
 
 import math
 import threading
@@ -8,98 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from palviz import stats
 from palviz.experiments import claims as pc
+from palviz.experiments import claims_table as ct
 from palviz.experiments import tables
 from palviz.experiments.recipes import lt_spec
 from palviz.experiments.runcache import RunResult
-
-T_975_4 = 2.7764451051977987  # t_{0.975, 4}, from a table (not from scipy)
-
-
-# ------------------------------------------------------------------ paired_difference
-
-
-def test_paired_difference_matches_a_hand_computation():
-    baseline = [70.0, 71.0, 69.0, 72.0, 70.0]
-    method = [73.0, 73.5, 72.0, 76.0, 72.5]
-    # differences 3.0, 2.5, 3.0, 4.0, 2.5: mean 15 / 5 = 3.0
-    # squared deviations 0, .25, 0, 1, .25 -> sum 1.5, variance 1.5 / 4 = .375
-    mean, sd = 3.0, math.sqrt(0.375)
-    half = T_975_4 * sd / math.sqrt(5)
-    d = pc.paired_difference(baseline, method)
-    assert d.n == 5 and d.method == "t" and d.confidence == 0.95
-    assert d.mean == pytest.approx(mean, abs=1e-12)
-    assert d.sd == pytest.approx(sd, abs=1e-12)
-    assert d.ci_low == pytest.approx(mean - half, abs=1e-12)
-    assert d.ci_high == pytest.approx(mean + half, abs=1e-12)
-
-
-def test_paired_difference_pairs_series_by_seed_not_by_position():
-    baseline = pd.Series([70.0, 71.0, 69.0], index=[0, 1, 2])
-    method = pd.Series([71.0, 74.0, 72.0], index=[2, 0, 1])  # seed 0: +4, 1: +1, 2: +2
-    d = pc.paired_difference(baseline, method)
-    assert d.mean == pytest.approx(7 / 3)
-    assert d.sd == pytest.approx(np.std([4.0, 1.0, 2.0], ddof=1))
-
-
-def test_paired_difference_of_one_seed_has_no_interval_and_says_so():
-    d = pc.paired_difference([0.5], [0.6])
-    assert d.n == 1 and d.mean == pytest.approx(0.1)
-    assert math.isnan(d.sd) and math.isnan(d.ci_low) and math.isnan(d.ci_high)
-    assert "one seed" in d.note
-    assert pc.verdict(d.ci_low, d.ci_high) == pc.INCONCLUSIVE
-
-
-@pytest.mark.parametrize(
-    ("baseline", "method", "argument"),
-    [
-        (pd.Series([1.0, 2.0], index=[0, 1]), pd.Series([1.0, 2.0], index=[0, 2]), "method"),
-        ([1.0, 2.0, 3.0], [1.0, 2.0], "method"),
-        ([], [], "baseline"),
-        ([1.0, float("nan")], [1.0, 2.0], "baseline"),
-        (pd.Series([1.0, 2.0], index=[0, 0]), pd.Series([1.0, 2.0], index=[0, 1]), "baseline"),
-        ("abc", [1.0], "baseline"),
-    ],
-)
-def test_paired_difference_errors_name_the_argument(baseline, method, argument):
-    with pytest.raises(ValueError, match=f"^{argument} must"):
-        pc.paired_difference(baseline, method)
-
-
-def test_paired_difference_errors_show_the_seeds_and_the_confidence():
-    with pytest.raises(ValueError, match=r"method must .*\[0, 1\].*got \[0, 2\]"):
-        pc.paired_difference(pd.Series([1.0, 2.0], [0, 1]), pd.Series([1.0, 2.0], [0, 2]))
-    with pytest.raises(ValueError, match=r"confidence must be in \(0, 1\), got 1.5"):
-        pc.paired_difference([1.0, 2.0], [2.0, 3.0], confidence=1.5)
-
-
-# ------------------------------------------------------------------------------ verdict
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "direction", "expected"),
-    [
-        (0.5, 2.0, +1, pc.CONSISTENT),
-        (-2.0, -0.5, +1, pc.CONTRADICTED),
-        (-0.5, 2.0, +1, pc.INCONCLUSIVE),
-        (0.0, 2.0, +1, pc.INCONCLUSIVE),  # touching 0 is not "the whole interval above"
-        (-2.0, -0.5, -1, pc.CONSISTENT),
-        (0.5, 2.0, -1, pc.CONTRADICTED),
-        (-2.0, 0.5, -1, pc.INCONCLUSIVE),
-        (float("nan"), float("nan"), +1, pc.INCONCLUSIVE),
-        (float("nan"), float("nan"), -1, pc.INCONCLUSIVE),
-    ],
-)
-def test_verdict_reads_the_whole_interval(low, high, direction, expected):
-    assert pc.verdict(low, high, direction) == expected
-
-
-def test_verdict_refuses_a_bad_direction_or_a_reversed_interval():
-    with pytest.raises(ValueError, match="direction must be .*got 0"):
-        pc.verdict(1.0, 2.0, 0)
-    with pytest.raises(ValueError, match="ci_low must be <= ci_high"):
-        pc.verdict(2.0, 1.0)
-
 
 # --------------------------------------------------------------------- evaluate_claims
 
@@ -156,17 +71,22 @@ def _members(df):
 
 def test_evaluate_claims_gives_each_outcome(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("same"), _claim("missing")]
-    everything = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
+    everything = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=19_400)
     assert list(everything.columns) == list(pc.CLAIM_COLUMNS)
     assert everything["level"].tolist() == ["family", "member"] * 4  # one family per claim
     df = _members(everything)
-    assert df["verdict"].tolist() == [pc.CONSISTENT, pc.CONTRADICTED, pc.INCONCLUSIVE, pc.NOT_RUN]
+    assert df["verdict"].tolist() == [
+        stats.CONSISTENT,
+        stats.CONTRADICTED,
+        stats.INCONCLUSIVE,
+        stats.NOT_RUN,
+    ]
     assert df["n_seeds"].tolist() == [5, 5, 5, 0]
     assert df["profile"].unique().tolist() == ["smoke"]
     pal = df.iloc[0]
     assert pal["comparison"] == "PAL - CE (imbalance_ratio = 100)"
     assert pal["mean_diff"] == pytest.approx(3.0)  # percentage points
-    expected = pc.paired_difference(100 * np.array(CE), 100 * np.array(CE) + [3, 3.5, 2.5, 3, 3])
+    expected = stats.paired_difference(100 * np.array(CE), 100 * np.array(CE) + [3, 3.5, 2.5, 3, 3])
     assert pal["ci_low"] == pytest.approx(expected.ci_low)
     assert pal["ci_high"] == pytest.approx(expected.ci_high)
     assert df.iloc[1]["mean_diff"] == pytest.approx(-3.0)
@@ -178,15 +98,15 @@ def test_evaluate_claims_gives_each_outcome(frame):
 
 
 def test_evaluate_claims_reads_a_claimed_decrease(frame):
-    df = pc.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(frame, [_claim("worse", -1)], profile="smoke", paper_steps=None)
     df = _members(df)
-    assert df["verdict"].tolist() == [pc.CONSISTENT]
+    assert df["verdict"].tolist() == [stats.CONSISTENT]
     assert pd.isna(df["paper_steps"].iloc[0])
 
 
 def test_evaluate_claims_pairs_only_the_seeds_both_ran(frame):
     frame = frame[~((frame["label"] == "PAL") & frame["seed"].isin([3, 4]))]
-    df = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     df = _members(df)
     assert df["n_seeds"].tolist() == [3]
 
@@ -196,7 +116,7 @@ def test_evaluate_claims_selects_noisy_settings_by_where():
     rows += [_row("ELM", s, 0.6 + 0.01 * s, eta=0.4) for s in range(3)]
     rows += [_row("ELM", s, 0.1, eta=0.8) for s in range(3)]
     claim = _claim("ELM", noise_kind="symmetric", noise_rate=0.4)
-    df = pc.evaluate_claims(pd.DataFrame(rows), [claim], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(pd.DataFrame(rows), [claim], profile="smoke", paper_steps=None)
     df = _members(df)
     row = df.iloc[0]
     assert row["comparison"] == "ELM - CE (noise_kind = symmetric, noise_rate = 0.4)"
@@ -216,11 +136,11 @@ def test_evaluate_claims_reads_a_results_frame():
     claim = pc.Claim(
         "07", "LDAM-DRW beats CE", "LDAM paper, Table 2", "CE", "LDAM-DRW", {"imbalance_ratio": rho}
     )
-    df = pc.evaluate_claims(frame, [claim], profile="quick", paper_steps=19_400)
+    df = ct.evaluate_claims(frame, [claim], profile="quick", paper_steps=19_400)
     df = _members(df)
     assert df["n_seeds"].tolist() == [3]
     assert df["mean_diff"].iloc[0] == pytest.approx(31 / 3)
-    assert df["verdict"].tolist() == [pc.CONSISTENT]
+    assert df["verdict"].tolist() == [stats.CONSISTENT]
     assert pd.isna(df["steps_per_run"].iloc[0])  # these metrics hold no training size
 
 
@@ -234,28 +154,28 @@ def test_evaluate_claims_takes_the_papers_steps_per_setting(frame):
         return 19_400 if where == {"imbalance_ratio": 100} else None
 
     claims = [_claim("PAL"), _claim("same")]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=steps)
     df = _members(df)
     assert seen == [{"imbalance_ratio": 100}] * 2
     assert df["paper_steps"].tolist() == [19_400, 19_400]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=lambda where: None)
     df = _members(df)
     assert df["paper_steps"].isna().all()
 
 
 def test_evaluate_claims_errors_name_the_argument(frame):
     with pytest.raises(ValueError, match="profile must be one of"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="huge", paper_steps=None)
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="huge", paper_steps=None)
     steps = "paper_steps must be an integer >= 1, None, or a function giving one, got "
     with pytest.raises(ValueError, match=steps + "0"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=0)
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=0)
     with pytest.raises(ValueError, match=steps + "'many'"):
-        pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=lambda w: "many")
+        ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=lambda w: "many")
     where = r"where of claim .*\('rho' is not one\), got \{'rho': 100\}"
     with pytest.raises(ValueError, match=where):
-        pc.evaluate_claims(frame, [_claim("PAL", rho=100)], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [_claim("PAL", rho=100)], profile="smoke", paper_steps=None)
     with pytest.raises(ValueError, match="several runs of 'CE' for seeds"):
-        pc.evaluate_claims(
+        ct.evaluate_claims(
             frame, [_claim("PAL", noise_rate=0.0)], profile="smoke", paper_steps=None
         )
 
@@ -284,10 +204,10 @@ def figures(tmp_path, monkeypatch):
 
 
 def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figures):
-    six = pc.evaluate_claims(
+    six = ct.evaluate_claims(
         frame, [_claim("same"), _claim("PAL")], profile="smoke", paper_steps=19_400
     )
-    seven = pc.evaluate_claims(
+    seven = ct.evaluate_claims(
         frame, [_claim("worse", notebook="07")], profile="smoke", paper_steps=None
     )
     path = pc.write_claims(six, "smoke")
@@ -299,16 +219,16 @@ def test_write_claims_merges_notebooks_and_replaces_only_their_rows(frame, figur
     assert both["level"].tolist() == ["family", "member"] * 3  # each family above its rows
     pd.testing.assert_frame_equal(both.iloc[:4].reset_index(drop=True), six)
 
-    again = pc.evaluate_claims(frame, [_claim("missing")], profile="smoke", paper_steps=None)
+    again = ct.evaluate_claims(frame, [_claim("missing")], profile="smoke", paper_steps=None)
     pc.write_claims(again, "smoke")
     after = pc.read_claims("smoke")
     assert after["notebook"].tolist() == ["06", "06", "07", "07"]
-    assert after["verdict"].tolist()[::2] == [pc.NOT_RUN, pc.CONTRADICTED]
+    assert after["verdict"].tolist()[::2] == [stats.NOT_RUN, stats.CONTRADICTED]
     assert _files(figures / "smoke") == ["claims.csv"]  # no temporary file left
 
 
 def test_write_claims_keeps_profiles_apart_and_refuses_foreign_rows(frame, figures):
-    quick = pc.evaluate_claims(frame, [_claim("PAL")], profile="quick", paper_steps=None)
+    quick = ct.evaluate_claims(frame, [_claim("PAL")], profile="quick", paper_steps=None)
     pc.write_claims(quick, "quick")
     assert (figures / "claims.csv").exists() and pc.read_claims("smoke").empty
     with pytest.raises(ValueError, match=r"rows must be rows of profile 'smoke' only.*\['quick'\]"):
@@ -318,7 +238,7 @@ def test_write_claims_keeps_profiles_apart_and_refuses_foreign_rows(frame, figur
 
 
 def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, monkeypatch):
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     path = pc.write_claims(six, "smoke")
     before = path.read_bytes()
 
@@ -328,7 +248,7 @@ def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, mon
     monkeypatch.setattr(pd.DataFrame, "to_csv", broken)
     with pytest.raises(OSError, match="disk full"):
         pc.write_claims(
-            pc.evaluate_claims(frame, [_claim("worse")], profile="smoke", paper_steps=None), "smoke"
+            ct.evaluate_claims(frame, [_claim("worse")], profile="smoke", paper_steps=None), "smoke"
         )
     assert path.read_bytes() == before
     assert _files(path.parent) == ["claims.csv"]
@@ -337,8 +257,8 @@ def test_write_claims_leaves_the_old_file_when_writing_fails(frame, figures, mon
 def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
     """Two notebooks run at once both merge into claims.csv: a second writer waits for the
     first one's lock instead of reading the file the first one is about to replace."""
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
-    seven = pc.evaluate_claims(
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    seven = ct.evaluate_claims(
         frame, [_claim("worse", notebook="07")], profile="smoke", paper_steps=None
     )
     path = pc.write_claims(six, "smoke")
@@ -355,23 +275,23 @@ def test_write_claims_waits_for_a_writer_that_holds_the_lock(frame, figures):
 
 
 def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
-    df = pc.evaluate_claims(
+    df = ct.evaluate_claims(
         frame, [_claim("PAL"), _claim("missing")], profile="smoke", paper_steps=19_400
     )
-    text = pc.claims_markdown(df)
+    text = ct.claims_markdown(df)
     d = _members(df).iloc[0]
     assert f"+3.0 [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}]" in text
     assert '**"PAL beats CE"** (PAL paper, Table 2)' in text
     assert "19,400" in text and "1,500" in text and " 0-4 (5) |" in text
-    assert " n/a |" in text and pc.NOT_RUN in text
+    assert " n/a |" in text and stats.NOT_RUN in text
     assert "<0.001" in text and "0.062" in text  # t p of a steady +3, sign-flip 2/32
     assert text.count("\n") == 6  # header, rule, two families of one row each
 
 
 def test_evaluate_claims_of_no_runs_says_not_run():
-    df = pc.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
+    df = ct.evaluate_claims(pd.DataFrame(), [_claim("PAL")], profile="smoke", paper_steps=None)
     df = _members(df)
-    assert df["verdict"].tolist() == [pc.NOT_RUN] and df["n_seeds"].tolist() == [0]
+    assert df["verdict"].tolist() == [stats.NOT_RUN] and df["n_seeds"].tolist() == [0]
     assert list(df.columns) == list(pc.CLAIM_COLUMNS)
 
 
@@ -480,77 +400,7 @@ def test_claim_runs_keeps_the_first_label_and_names_unknown_groups():
         pc.claim_runs(groups, exclude=["swept"])
 
 
-# ------------------------------------------------------------ p-values, Holm, families
-
-
-def _t4_two_sided_p(t):
-    """Student's t with 4 degrees of freedom in closed form: F(t) = 1/2 + 3/4 u (1 - u^2/3),
-    u = t / sqrt(t^2 + 4)."""
-    u = abs(t) / math.sqrt(t * t + 4)
-    return 2 * (0.5 - 0.75 * u * (1 - u * u / 3))
-
-
-def test_paired_difference_p_value_is_the_two_sided_paired_t_test():
-    baseline = [70.0, 71.0, 69.0, 72.0, 70.0]
-    method = [70.5, 72.5, 68.0, 73.5, 71.0]  # differences .5 1.5 -1 1.5 1
-    diffs = np.subtract(method, baseline)
-    t = diffs.mean() / (np.std(diffs, ddof=1) / math.sqrt(5))
-    d = pc.paired_difference(baseline, method)
-    assert d.p_value == pytest.approx(_t4_two_sided_p(t), abs=1e-12)
-    # the interval excludes 0 exactly when p < 0.05 (same t quantile)
-    assert (d.ci_low > 0) == (d.p_value < 0.05)
-
-
-def _brute_sign_flip(d):
-    import itertools
-
-    observed = abs(np.mean(d))
-    hits = [
-        abs(np.mean(np.multiply(signs, d))) >= observed - 1e-12
-        for signs in itertools.product((1, -1), repeat=len(d))
-    ]
-    return sum(hits) / len(hits)
-
-
-@pytest.mark.parametrize(
-    "diffs", [[1.0, 2.0, 3.0, 4.0, 5.0], [3.0, -1.0, 2.0, 0.5, 1.5], [1.0, -1.0, 1.0], [0.0, 0.0]]
-)
-def test_sign_flip_p_counts_the_sign_patterns(diffs):
-    assert pc.sign_flip_p(diffs) == pytest.approx(_brute_sign_flip(diffs))
-
-
-def test_sign_flip_p_of_five_pairs_is_never_below_one_sixteenth():
-    assert pc.sign_flip_p([5.0, 4.0, 6.0, 5.5, 4.5]) == pytest.approx(1 / 16)
-    assert math.isnan(pc.sign_flip_p([1.0]))
-    with pytest.raises(ValueError, match="differences must be at most 16 pairs"):
-        pc.sign_flip_p(np.ones(17))
-
-
-def test_holm_by_hand():
-    # sorted 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04 -> running max 0.06)
-    assert pc.holm([0.04, 0.01, float("nan"), 0.03]) == pytest.approx(
-        [0.06, 0.03, float("nan"), 0.06], nan_ok=True
-    )
-    assert pc.holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
-    assert pc.holm([0.02]) == [0.02]
-
-
-@pytest.mark.parametrize(
-    ("reading", "means", "p", "expected"),
-    [
-        ("all", [2.0, 3.0], [0.01, 0.02], pc.CONSISTENT),
-        ("all", [2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
-        ("all", [2.0, -3.0], [0.01, 0.01], pc.CONTRADICTED),  # one case measurably worse
-        ("all", [2.0, float("nan")], [0.01, float("nan")], pc.INCONCLUSIVE),  # one not run
-        ("any", [2.0, -0.5], [0.01, 0.6], pc.CONSISTENT),
-        ("any", [-2.0, -3.0], [0.01, 0.02], pc.CONTRADICTED),
-        ("any", [-2.0, 3.0], [0.01, 0.2], pc.INCONCLUSIVE),
-        ("single", [2.0], [0.05], pc.INCONCLUSIVE),  # on the edge: not below alpha
-        ("all", [float("nan")], [float("nan")], pc.NOT_RUN),
-    ],
-)
-def test_family_verdict_reads_the_family_as_stated(reading, means, p, expected):
-    assert pc.family_verdict(reading, means, p, [+1] * len(means)) == expected
+# ------------------------------------------------------------------- families, with Holm
 
 
 def test_evaluate_claims_reads_a_family_with_holm(frame):
@@ -563,31 +413,31 @@ def test_evaluate_claims_reads_a_family_with_holm(frame):
             family="beats CE", reading=reading,
         )  # fmt: skip
 
-    for reading, expected in (("all", pc.INCONCLUSIVE), ("any", pc.CONSISTENT)):
+    for reading, expected in (("all", stats.INCONCLUSIVE), ("any", stats.CONSISTENT)):
         claims = [member("PAL", reading), member("same", reading)]
-        df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+        df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
         assert df["level"].tolist() == ["family", "member", "member"]
         fam, rows = df.iloc[0], _members(df)
         assert fam["verdict"] == expected and fam["reading"] == reading
         assert fam["comparison"] == f"{reading} of the 2 comparisons below"
         assert fam["seeds"] == "0-4" and fam["n_seeds"] == 5
         p = rows["p_value"].tolist()
-        assert rows["p_holm"].tolist() == pytest.approx(pc.holm(p))
+        assert rows["p_holm"].tolist() == pytest.approx(stats.holm(p))
         assert fam["p_holm"] == pytest.approx(
-            max(pc.holm(p)) if reading == "all" else min(pc.holm(p))
+            max(stats.holm(p)) if reading == "all" else min(stats.holm(p))
         )
-        assert rows["verdict"].tolist() == [pc.CONSISTENT, pc.INCONCLUSIVE]  # each on its own
+        assert rows["verdict"].tolist() == [stats.CONSISTENT, stats.INCONCLUSIVE]  # each on its own
 
 
 def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
     a = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="f", reading="all")
     b = pc.Claim("06", "y", "s", "CE", "same", {"imbalance_ratio": 100}, family="f", reading="all")
     with pytest.raises(ValueError, match="claims of family 'f' must be the same claim text"):
-        pc.evaluate_claims(frame, [a, b], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [a, b], profile="smoke", paper_steps=None)
     c = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, family="g")
     d = pc.Claim("06", "x", "s", "CE", "same", {"imbalance_ratio": 100}, family="g")
     with pytest.raises(ValueError, match="reading of family 'g' must be 'all' or 'any'"):
-        pc.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
+        ct.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
     with pytest.raises(ValueError, match="reading must be one of"):
         pc.Claim("06", "x", "s", "CE", "PAL", reading="most")
     with pytest.raises(ValueError, match="seeds must be None or a non-empty tuple"):
@@ -596,15 +446,15 @@ def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
 
 def test_claim_seeds_restrict_the_pairs(frame):
     claim = pc.Claim("06", "x", "s", "CE", "PAL", {"imbalance_ratio": 100}, seeds=(3, 4))
-    rows = _members(pc.evaluate_claims(frame, [claim], profile="smoke", paper_steps=None))
+    rows = _members(ct.evaluate_claims(frame, [claim], profile="smoke", paper_steps=None))
     assert rows["seeds"].tolist() == ["3-4"] and rows["n_seeds"].tolist() == [2]
     assert rows["mean_diff"].iloc[0] == pytest.approx(3.0)  # seeds 3, 4: +3.0 and +3.0
 
 
 def test_claims_summary_counts_the_family_verdicts(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("missing")]
-    df = pc.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
-    assert pc.claims_summary(df) == (
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+    assert ct.claims_summary(df) == (
         "3 claims: 1 consistent, 1 contradicted, 0 inconclusive at this size, "
         "1 not run in this profile (3 comparisons)."
     )
@@ -613,18 +463,18 @@ def test_claims_summary_counts_the_family_verdicts(frame):
 def test_claims_explanation_computes_its_numbers_from_the_table(frame):
     three = frame[frame["seed"] < 3]
     claims = [_claim("PAL"), _claim("missing")]
-    text = pc.claims_explanation(
-        pc.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
+    text = ct.claims_explanation(
+        ct.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
     )
     assert "2 claims: 1 consistent" in text
     assert "0.25 for 3 pairs here" in text and "can never reach 0.05" in text  # 2 / 2**3
     assert "*missing beats CE*" in text  # the family this profile does not train
     assert "Read from one comparison" not in text  # single claims are meant as one
     wide = [pc.Claim("06", "all of it", "s", "CE", "PAL", {"imbalance_ratio": 100}, reading="all")]
-    text = pc.claims_explanation(pc.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
+    text = ct.claims_explanation(ct.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
     assert "*Read from one comparison here:* *all of it*" in text
-    text = pc.claims_explanation(
-        pc.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
+    text = ct.claims_explanation(
+        ct.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
     )
     assert "0.0625 for 5 pairs" in text and "90 % Student-t" in text and "Not read" not in text
 
@@ -635,7 +485,7 @@ def test_write_claims_replaces_a_file_of_another_version_with_a_warning(frame, f
     old.write_text("profile,notebook,claim,verdict\nsmoke,06,x,consistent\n")
     with pytest.raises(ValueError, match="has columns"):
         pc.read_claims("smoke")
-    six = pc.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    six = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
     with pytest.warns(UserWarning, match="claims.csv has columns .*rows are dropped"):
         pc.write_claims(six, "smoke")
     pd.testing.assert_frame_equal(pc.read_claims("smoke"), six)

@@ -20,6 +20,7 @@ from palviz import cli
 from palviz import experiments as ex
 from palviz import train as ptrain
 from palviz.experiments import cluster
+from palviz.experiments import slurm as pslurm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +130,7 @@ def test_sbatchs_refusal_is_one_line_and_leaves_no_submitit_files(slurm, runs, t
     ],
 )
 def test_sbatchs_refusals_name_the_flag_to_change(stderr, said, advice):
-    line = cluster.sbatch_refusal(stderr)
+    line = pslurm.sbatch_refusal(stderr)
     assert "\n" not in line and said in line and advice in line and "sbatch: error" not in line
 
 
@@ -138,26 +139,26 @@ SINFO = "cpu*|8|(null)\ncpu*|8|(null)\ngpu|2|gpu:a100:4(S:0-1)\ngpu|32|gpu:2,mps
 
 def test_jobs_default_to_cpu_only_unless_the_partition_has_gpus(slurm):
     slurm(sinfo=SINFO)
-    cpu = cluster.slurm_resources()
+    cpu = pslurm.slurm_resources()
     assert (cpu.partition, cpu.gpus, cpu.cpus) == (None, 0, 1)
-    gpu = cluster.slurm_resources("gpu")
+    gpu = pslurm.slurm_resources("gpu")
     assert (gpu.partition, gpu.gpus, gpu.cpus) == ("gpu", 1, 4)
-    assert cluster.slurm_resources("gpu", gpus=4).cpus == 2  # all the 4-GPU node has
-    with pytest.raises(cluster.SlurmRefused, match="at most 32 CPUs and 4 GPUs"):
-        cluster.slurm_resources("gpu", gpus=4, cpus=16)  # 16 CPUs only with 2 GPUs
-    with pytest.raises(cluster.SlurmRefused, match="no such partition; have cpu, gpu"):
-        cluster.slurm_resources("bigmem")
-    with pytest.raises(cluster.SlurmRefused, match="--gpus-per-job must be an integer >= 0"):
-        cluster.slurm_resources(gpus=-1)
+    assert pslurm.slurm_resources("gpu", gpus=4).cpus == 2  # all the 4-GPU node has
+    with pytest.raises(pslurm.SlurmRefused, match="at most 32 CPUs and 4 GPUs"):
+        pslurm.slurm_resources("gpu", gpus=4, cpus=16)  # 16 CPUs only with 2 GPUs
+    with pytest.raises(pslurm.SlurmRefused, match="no such partition; have cpu, gpu"):
+        pslurm.slurm_resources("bigmem")
+    with pytest.raises(pslurm.SlurmRefused, match="--gpus-per-job must be an integer >= 0"):
+        pslurm.slurm_resources(gpus=-1)
     slurm(sinfo=None)
-    blind = cluster.slurm_resources()
+    blind = pslurm.slurm_resources()
     assert (blind.gpus, blind.cpus) == (0, 1) and "nothing checked" in blind.source
 
 
 def test_gpus_are_read_from_sinfos_gres_field():
     cases = {"(null)": 0, "gpu:2": 2, "gpu:a100:4(S:0-1)": 4, "gpu:a:1,gpu:b:2": 3}
     cases["mps:100,gpu:1(S:0,1)"] = 1
-    assert {gres: cluster.gres_gpus(gres) for gres in cases} == cases
+    assert {gres: pslurm.gres_gpus(gres) for gres in cases} == cases
 
 
 @pytest.mark.parametrize(

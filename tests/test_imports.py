@@ -240,14 +240,9 @@ MAX_MODULE_LINES = 600
 #: Modules still over the limit, each at most its length today: the list only shrinks.
 STILL_LONG = {
     "palviz.cli": 1187,
-    "palviz.experiments.claims": 1144,
     "palviz.experiments.recipes": 935,
-    "palviz.experiments.cluster": 727,
     "palviz.experiments.params": 707,
     "palviz.data": 685,
-    "palviz.plots.theory": 657,
-    "palviz.experiments.pack": 646,
-    "palviz.theory": 620,
 }
 
 

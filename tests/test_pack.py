@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from palviz import cli
-from palviz.experiments import pack
+from palviz.experiments import pack, unpack
 from palviz.experiments.cachedir import entry_problem
 from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, read_cached, run
 from palviz.files import save_npz
@@ -166,7 +166,7 @@ def test_a_run_packed_without_its_checkpoint_is_read_by_the_cache(teacher, archi
 
 def test_the_manifest_names_versions_runs_files_and_the_missing_runs(teacher, archives, capsys):
     manifest = manifest_of(read_members(archives["default"]))
-    assert manifest["format_version"] == pack.FORMAT_VERSION
+    assert manifest["format_version"] == unpack.FORMAT_VERSION
     assert manifest["cache_schema"] == CACHE_SCHEMA
     assert manifest["palviz"] == __import__("palviz").__version__
     assert (manifest["profile"], manifest["notebooks"]) == ("smoke", ["06"])
@@ -176,7 +176,7 @@ def test_the_manifest_names_versions_runs_files_and_the_missing_runs(teacher, ar
         assert r["spec"] == json.loads((teacher / r["key"] / "spec.json").read_text())
         for f in r["files"]:
             assert f["size"] == (teacher / f["path"]).stat().st_size
-            assert f["sha256"] == pack.sha256_of(teacher / f["path"])
+            assert f["sha256"] == unpack.sha256_of(teacher / f["path"])
     planned = cli.planned_runs(cli.notebooks(["06"]), "smoke")
     missing = sorted(r["key"] for r in planned if r["key"] not in keys)
     assert missing and sorted(m["key"] for m in manifest["missing"]) == missing
@@ -351,7 +351,7 @@ def test_a_spec_file_unlike_the_manifests_spec_is_refused(archives, student, tmp
 
 
 def test_an_archive_beyond_the_member_limit_is_refused(archives, student, monkeypatch, capsys):
-    monkeypatch.setattr(pack, "MAX_MEMBERS", 2)
+    monkeypatch.setattr(unpack, "MAX_MEMBERS", 2)
     assert_refused(capsys, student, archives["default"], "more than the limit of 2")
 
 

@@ -38,7 +38,7 @@ def _page_with_markers(root: Path, profiles=MEASURED) -> Path:
 
 def _claims_csv(figures: Path, monkeypatch) -> Path:
     """A claims.csv of one paired claim over three seeds, written by palviz.experiments.claims."""
-    from palviz.experiments import claims
+    from palviz.experiments import claims, claims_table
 
     monkeypatch.setenv("PALVIZ_FIGURES", str(figures))
     frame = pd.DataFrame(
@@ -58,7 +58,7 @@ def _claims_csv(figures: Path, monkeypatch) -> Path:
         method="CE+PAL",
         where={"imbalance_ratio": 100},
     )
-    rows = claims.evaluate_claims(frame, [claim], profile="full", paper_steps=1000)
+    rows = claims_table.evaluate_claims(frame, [claim], profile="full", paper_steps=1000)
     return claims.write_claims(rows, "full")
 
 
@@ -173,7 +173,8 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
     text = _page(project).read_text()
     block = _block(text, "full")
 
-    from palviz.experiments.claims import claims_markdown, read_claims_file
+    from palviz.experiments.claims import read_claims_file
+    from palviz.experiments.claims_table import claims_markdown
 
     table = claims_markdown(read_claims_file(target / "claims.csv")).rstrip("\n")
     assert table in block

@@ -1,4 +1,4 @@
-"""Smoke tests of the notebook figures (palviz.plots, palviz.plots.theory,
+"""Smoke tests of the notebook figures (palviz.plots, palviz.plots.theory, palviz.plots.margins,
 palviz.plots.experiments, all importable from palviz.plots): each draws on an Agg figure."""
 
 import matplotlib

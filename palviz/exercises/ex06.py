@@ -9,10 +9,10 @@ Cui et al. 2019 for the class-balanced weights; docs/reference.md 1 and 2).
   $\\rho = 100$, $\\beta = 0.9999$.
 * ``q4`` (predict, then run): which shot group of CIFAR-10-LT, $\\rho = 100$, has no class?
 * ``q5`` (write a function): ``paired_ci(baseline, method)``, the mean per-seed difference and
-  its 95 % Student-t interval, against :func:`palviz.experiments.claims.paired_difference`.
+  its 95 % Student-t interval, against :func:`palviz.stats.paired_difference`.
 
 Every expected value comes from palviz (:mod:`palviz.data`, :mod:`palviz.losses`,
-:mod:`palviz.metrics`, :mod:`palviz.experiments.claims`), never from the student's code.
+:mod:`palviz.metrics`, :mod:`palviz.stats`), never from the student's code.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from palviz.exercises import (
     not_a_function,
     read_choice,
 )
-from palviz.experiments.claims import paired_difference
 from palviz.losses import class_balanced_weights, inverse_frequency_weights
 from palviz.metrics import SHOT_GROUPS, shot_groups
+from palviz.stats import paired_difference
 
 __all__ = ["q1", "q2", "q3", "q4", "q5"]
 
@@ -290,7 +290,7 @@ q5 = Exercise(
         "order, return `(mean, ci_low, ci_high)`, the mean per-seed difference method - "
         "baseline and its two-sided 95 % Student-t interval. It is checked on "
         + " and ".join(f"`{b}`, `{m}`" for b, m in Q5_CASES)
-        + " against `palviz.experiments.claims.paired_difference`."
+        + " against `palviz.stats.paired_difference`."
     ),
     judge=_judge_q5,
     hint_text=(

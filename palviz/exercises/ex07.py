@@ -11,7 +11,7 @@ noise; docs/reference.md 4 and 5).
 * ``q5`` (compute a number): one Holm-adjusted p-value of a family of comparisons.
 
 Every expected value comes from palviz (:mod:`palviz.theory`, :mod:`palviz.data`,
-:mod:`palviz.metrics`, :mod:`palviz.experiments.claims`), never from the student's code.
+:mod:`palviz.metrics`, :mod:`palviz.stats`), never from the student's code.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from palviz.exercises import (
     not_a_function,
     read_choice,
 )
-from palviz.experiments.claims import holm
 from palviz.metrics import realised_noise_rate
+from palviz.stats import holm
 from palviz.theory import lipschitz_pal, noise_aware_scale
 
 __all__ = ["q1", "q2", "q3", "q4", "q5"]

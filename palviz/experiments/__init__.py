@@ -45,12 +45,14 @@ HOMES: dict[str, tuple[str, ...]] = {
         "clear_runs",
         "list_runs",
     ),
-    "claims": (
-        "claim_runs",
+    "claims_table": (
         "claims_explanation",
         "claims_markdown",
         "claims_summary",
         "evaluate_claims",
+    ),
+    "claims": (
+        "claim_runs",
         "long_tailed_claims",
         "noisy_claims",
         "write_claims",
@@ -59,7 +61,10 @@ HOMES: dict[str, tuple[str, ...]] = {
         "run_grouped",
         "run_many",
     ),
-    "methods": ("method_table",),
+    "methods": (
+        "ORIENTATIONS",
+        "method_table",
+    ),
     "params": ("check_parameters",),
     "plan": (
         "experiment",
@@ -70,7 +75,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "DATASET_NAMES",
         "LT_METHODS",
         "NOISE_METHODS",
-        "ORIENTATIONS",
         "PAPER_LR_WD_INTEGRAL",
         "PUBLISHED_LT_ACCURACY",
         "expand_schedule",

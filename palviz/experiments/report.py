@@ -244,7 +244,8 @@ def _demote(markdown: str, levels: int = 2) -> str:
 def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
     """The measured block of ``profile`` (its two marker lines included), from the files in
     :func:`results_dir` only."""
-    from palviz.experiments.claims import claims_markdown, read_claims_file
+    from palviz.experiments.claims import read_claims_file
+    from palviz.experiments.claims_table import claims_markdown
 
     start, end = block_markers(profile)
     folder = results_dir(profile, root)

@@ -10,7 +10,8 @@ UMAP's numba functions compile once (about 40 s) and are cached in ``.cache/numb
 (``NUMBA_CACHE_DIR``); embeddings are cached by the caller (see ``palviz.experiments``).
 
 The recurring plots live beside this module: :mod:`palviz.plots.theory` (the figures of the
-theory notebooks 01-05) and :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
+theory notebooks 01-04), :mod:`palviz.plots.margins` (the margins of LDAM and ELM, notebook
+05) and :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
 seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`). Their public names
 are also importable from here (``from palviz.plots import plot_lines``), as are the style and the
 class colours of :mod:`palviz.plots.style`, which the plot modules share.
@@ -45,17 +46,19 @@ from palviz.plots.experiments import (
     plot_training_counts,
     plot_transition_matrix,
 )
+from palviz.plots.margins import (
+    plot_class_margins,
+    plot_effective_margins,
+    plot_hinge_corners,
+    plot_loss_against_gap,
+    plot_margin_lines,
+)
 from palviz.plots.style import STYLE, class_colors, set_style
 from palviz.plots.theory import (
     plot_angle_histogram,
-    plot_class_margins,
     plot_cosine_heatmap,
-    plot_effective_margins,
     plot_gamma_min_vs_ratio,
-    plot_hinge_corners,
     plot_lipschitz_vs_b,
-    plot_loss_against_gap,
-    plot_margin_lines,
     plot_min_angle_vs_dim,
     plot_minority_collapse,
     plot_noise_aware_scale,
@@ -64,7 +67,7 @@ from palviz.plots.theory import (
     plot_simplex_prototypes,
 )
 
-#: This module's own names, the style's and every plot of the two plot modules.
+#: This module's own names, the style's and every plot of the three plot modules.
 __all__ = [
     "class_colors",
     "figure_path",

@@ -1,7 +1,7 @@
 """The palviz figure style and class colours: the base the figure modules share.
 
-:mod:`palviz.plots.theory`, :mod:`palviz.plots.experiments` and :mod:`palviz.plots` import this
-module; it imports no figure module (and no other palviz module).
+:mod:`palviz.plots.theory`, :mod:`palviz.plots.margins`, :mod:`palviz.plots.experiments` and
+:mod:`palviz.plots` import this module; it imports no figure module (and no other palviz module).
 """
 
 from __future__ import annotations
