@@ -244,7 +244,6 @@ STILL_LONG = {
     "palviz.experiments.runcache": 826,
     "palviz.experiments.cluster": 727,
     "palviz.experiments.params": 707,
-    "palviz.data": 685,
     "palviz.plots.theory": 657,
     "palviz.experiments.pack": 646,
     "palviz.theory": 620,
