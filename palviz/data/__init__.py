@@ -45,6 +45,7 @@ from palviz.data.datasets import (
     MNIST1D_SEED,
     DatasetFileError,
     load_dataset,
+    missing_datasets,
 )
 from palviz.data.longtail import (
     LONG_TAIL_SHAPES,
@@ -86,6 +87,7 @@ __all__ = [
     "long_tail_counts",
     "long_tail_indices",
     "make_long_tailed",
+    "missing_datasets",
     "normalize_images",
     "register_dataset",
     "rotate_images",

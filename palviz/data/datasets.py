@@ -23,6 +23,7 @@ import random
 import warnings
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = [
     "MNIST1D_SEED",
     "DatasetFileError",
     "load_dataset",
+    "missing_datasets",
 ]
 
 # Per-channel statistics of the published CIFAR set-ups (docs/reference.md 6). CIFAR-100 uses the
@@ -136,6 +138,18 @@ def load_dataset(
     root_path = Path(root).expanduser() if root is not None else None
     x, y = dataset_loader(name)(split, root_path, download)
     return _as_declared(name, split, x, y)
+
+
+def missing_datasets(names: Iterable[str]) -> list[str]:
+    """Which of the datasets ``names`` are not on disk: those whose test split raises
+    ``FileNotFoundError`` (a downloaded dataset not fetched yet), in order."""
+    missing = []
+    for name in names:
+        try:
+            load_dataset(name, "test")
+        except FileNotFoundError:
+            missing.append(name)
+    return missing
 
 
 def _as_declared(name: str, split: str, x, y) -> tuple[torch.Tensor, torch.Tensor]:
