@@ -239,11 +239,9 @@ MAX_MODULE_LINES = 600
 STILL_LONG = {
     "palviz.cli": 1181,
     "palviz.experiments.claims": 1144,
-    "palviz.experiments.recipes": 935,
     "palviz.train": 840,
     "palviz.experiments.runcache": 826,
     "palviz.experiments.cluster": 727,
-    "palviz.experiments.params": 707,
     "palviz.plots.theory": 657,
     "palviz.experiments.pack": 646,
     "palviz.theory": 620,
