@@ -35,6 +35,7 @@ __all__ = [
     "invalid",
 ]
 
+
 class ArgumentTypeError(TypeError, ValueError):
     """An argument of the wrong type: a ``TypeError`` that is also a ``ValueError``, so code
     that catches either keeps working."""
