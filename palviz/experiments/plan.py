@@ -116,15 +116,7 @@ def _label_experiment(group: str, default: tuple[str, ...], doc: str) -> Callabl
     ``group`` of the labels ``methods`` (default ``default``) on each dataset of ``datasets``
     (default: the profile's first), at one ratio and seed."""
 
-    def declare(
-        profile: str,
-        *,
-        methods: Any = None,
-        imbalance_ratio: Any = 100,
-        seed: Any = 0,
-        datasets: Any = None,
-        **train: Any,
-    ) -> dict[str, list[RunSpec]]:
+    def declare(profile, *, methods=None, imbalance_ratio=100, seed=0, datasets=None, **train):
         labels = _lt_labels_checked("methods", methods, default)
         rho, seed = _ratio(imbalance_ratio), _seed(seed)
         changes = train_overrides(**train)

@@ -105,43 +105,45 @@ _RATIO = _real(
     (1, 100, 200),
     "100",
 )
+
+
+def _optional(entry: Parameter) -> Parameter:
+    """``entry``, allowing ``None`` too (its rule says so)."""
+    return replace(entry, none=True, rule=f"None or {entry.rule}")
+
+
 # The training fields of the notebooks that train (00, 02, 03, 08): they reach every run.
 _EPOCHS = Parameter(
-    kind="int",
+    "int",
+    "None or an integer >= 1",
+    "epochs of every run; None keeps the profile's (the LDAM-DRW schedule scales along)",
+    (1, 3),
+    "3",
     none=True,
     min=1,
-    rule="None or an integer >= 1",
-    doc="epochs of every run; None keeps the profile's (the LDAM-DRW schedule scales along)",
-    examples=(1, 3),
-    wrong="3",
 )
-_LR = Parameter(
-    kind="real",
-    none=True,
-    min=0,
-    min_open=True,
-    max=1,
-    rule="None or a number in (0, 1]",
-    doc="SGD's learning rate in every run; None keeps the profile's (up to 10 times the "
-    "papers' 0.1 every run stays finite, even one sample per step)",
-    examples=(1e-4, 0.05, 1.0),
-    wrong="0.05",
+_LR = _optional(
+    _real(
+        0,
+        1,
+        "SGD's learning rate in every run; None keeps the profile's (up to 10 times the "
+        "papers' 0.1 every run stays finite, even one sample per step)",
+        (1e-4, 0.05, 1.0),
+        "0.05",
+        low_open=True,
+    )
 )
-_WEIGHT_DECAY = Parameter(
-    kind="real",
-    none=True,
-    min=0,
-    max=0.05,
-    rule="None or a number in [0, 0.05]",
-    doc="weight decay of every run; None keeps the profile's (notebook 03's grid reaches 0.05)",
-    examples=(0.0, 2.4e-3, 0.05),
-    wrong="0",
+_WEIGHT_DECAY = _optional(
+    _real(
+        0,
+        0.05,
+        "weight decay of every run; None keeps the profile's (notebook 03's grid reaches 0.05)",
+        (0.0, 2.4e-3, 0.05),
+        "0",
+    )
 )
-_BATCH_SIZE = Parameter(
-    kind="int",
-    none=True,
-    min=1,
-    rule="None or an integer >= 1",
+_BATCH_SIZE = replace(
+    _EPOCHS,
     doc="samples per SGD step in every run; None keeps the profile's (more than the training "
     "set makes one step per epoch)",
     examples=(1, 64, 4096),
@@ -186,15 +188,15 @@ _DATASETS = _labels(
 )
 # 06 and 07: the rules their parameters cells state.
 _SEEDS = Parameter(
-    kind="ints",
+    "ints",
+    "None or a tuple of distinct integers >= 0",
+    "the seeds of every table; None keeps the profile's",
+    ((0,), (1, 2)),
+    0,
     none=True,
     min=0,
     min_len=1,
     distinct=True,
-    rule="None or a tuple of distinct integers >= 0",
-    doc="the seeds of every table; None keeps the profile's",
-    examples=((0,), (1, 2)),
-    wrong=0,
 )
 _TRAIN_67 = {
     "EPOCHS": _EPOCHS,
@@ -408,11 +410,8 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             examples=(1e-3, 0.05),
             wrong="0.01",
         ),
-        "WORKERS": Parameter(
-            kind="int",
-            none=True,
-            min=1,
-            rule="None or an integer >= 1",
+        "WORKERS": replace(
+            _EPOCHS,
             doc="processes that train missing runs; None: 2 on a CPU, 1 on a GPU",
             examples=(1, 2),
             wrong=1.0,
