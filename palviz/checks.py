@@ -20,13 +20,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "DATASETS",
     "ArgumentTypeError",
     "check_bool",
     "check_choice",
     "check_choices",
     "check_class_counts",
-    "check_dataset",
     "check_int",
     "check_non_negative",
     "check_num_classes",
@@ -36,9 +34,6 @@ __all__ = [
     "check_real",
     "invalid",
 ]
-
-#: The datasets palviz loads (:func:`palviz.data.load_dataset`).
-DATASETS: tuple[str, ...] = ("mnist1d", "digits", "mnist", "cifar10", "cifar100")
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -163,11 +158,6 @@ def check_choices(
 def check_num_classes(value: Any, name: str = "num_classes") -> int:
     """A number of classes: an ``int`` >= 2."""
     return check_int(name, value, 2)
-
-
-def check_dataset(name: str, value: Any) -> str:
-    """One of :data:`DATASETS`."""
-    return check_choice(name, value, DATASETS)
 
 
 def check_class_counts(name: str, value: Any) -> np.ndarray:

@@ -105,19 +105,6 @@ def downloaded_datasets(rows: list[dict]) -> list[str]:
     return sorted({r["spec"].dataset for r in rows} & set(DOWNLOADABLE))
 
 
-def missing_datasets(names) -> list[str]:
-    """Which of these downloadable datasets are not on disk."""
-    from palviz.data import load_dataset
-
-    missing = []
-    for name in names:
-        try:
-            load_dataset(name, "test")
-        except FileNotFoundError:
-            missing.append(name)
-    return missing
-
-
 #: The kernel draws figures with the inline backend, so that they land in the executed copies
 #: (``savefig`` still writes the files); an ``MPLBACKEND`` of the caller's is not passed on.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -394,7 +381,7 @@ def data_refusal(
     notebook that trains is covered); a missing one refuses when a run that reads it is not
     cached, and so does a damaged one (:class:`palviz.data.DatasetFileError`, naming the file).
     ``download`` fetches them first; ``only`` (``--only``) goes into the hint."""
-    from palviz.data import DatasetFileError
+    from palviz.data import DatasetFileError, missing_datasets
 
     rows = planned_runs(selected, profile)
     needed = downloaded_datasets(rows)
@@ -619,18 +606,23 @@ def plan_numbers(only: list[str] | None = None) -> list[str]:
 
 
 def _planned(args: argparse.Namespace) -> list[dict]:
-    return planned_runs(plan_numbers(args.only), args.profile)
+    try:
+        return planned_runs(plan_numbers(args.only), args.profile, args.datasets)
+    except ValueError as err:  # a dataset not registered, a module that does not import
+        print(f"palviz {args.command}: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
-def planned_runs(selected: list[Path] | list[str], profile: str) -> list[dict]:
+def planned_runs(selected: list[Path] | list[str], profile: str, datasets=None) -> list[dict]:
     """:func:`palviz.experiments.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
-    numbers), each row with ``cached`` too."""
+    numbers), each row with ``cached`` too; ``datasets`` is the ``DATASETS`` of 06, 07 and 08
+    (a name not registered is looked for in the modules ``$PALVIZ_DATASET_MODULES`` names)."""
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.experiments.runcache import is_cached
 
     names = [p.name if isinstance(p, Path) else str(p) for p in selected]
     numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
-    rows = plan(numbers, profile)
+    rows = plan(numbers, profile, datasets)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
     return rows
@@ -1041,6 +1033,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
     p.add_argument(
@@ -1056,6 +1049,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--workers", type=int, help="local: processes (default: 2 on a CPU)")
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")

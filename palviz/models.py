@@ -36,6 +36,8 @@ do the CPU-sized nets (PyTorch's defaults).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -43,7 +45,16 @@ from torch import nn
 from palviz.checks import check_choice, check_int, check_num_classes
 from palviz.heads import LinearHead, make_head
 
-__all__ = ["ARCHS", "HEAD_INITS", "Classifier", "make_model"]
+__all__ = [
+    "ARCHS",
+    "ARCH_INPUTS",
+    "HEAD_INITS",
+    "Classifier",
+    "arch_input",
+    "check_arch",
+    "input_problem",
+    "make_model",
+]
 
 
 class Classifier(nn.Module):
@@ -369,6 +380,52 @@ _BACKBONES = {
 
 ARCHS: tuple[str, ...] = tuple(_BACKBONES)
 """The architectures :func:`make_model` knows."""
+
+ARCH_INPUTS: dict[str, tuple[int | None, ...]] = {
+    "resnet32": (3, None, None),  # global average pooling: any height and width
+    "resnet34": (3, None, None),
+    "cnn_mnist": (1, 28, 28),
+    "cnn_cifar10": (3, 32, 32),
+    "mlp1d": (40,),
+    "cnn1d": (40,),
+    "cnn_digits": (1, 8, 8),
+}
+"""What each arch reads, with its default ``in_channels``: the shape of one sample, ``None``
+where any size will do (``(3, None, None)``: RGB images of any size). A run pairs an arch with
+a dataset only if it reads the dataset's samples (:func:`input_problem`)."""
+
+
+def arch_input(arch: str) -> str:
+    """What ``arch`` reads, in words: ``"[N, 40]"``, ``"[N, 3, H, W]"``."""
+    check_choice("arch", arch, ARCHS)
+    names = iter("HW") if len(ARCH_INPUTS[arch]) == 3 else iter("D")
+    dims = [str(d) if d is not None else next(names) for d in ARCH_INPUTS[arch]]
+    return f"[N, {', '.join(dims)}]"
+
+
+def input_problem(arch: str, shape: tuple[int, ...]) -> str | None:
+    """Why ``arch`` cannot read samples of ``shape`` (one sample, e.g. a dataset's
+    ``DatasetInfo.shape``), in words; ``None`` when it reads them."""
+    wanted = ARCH_INPUTS[check_choice("arch", arch, ARCHS)]
+    if len(wanted) == len(shape) and all(
+        w in (None, d) for w, d in zip(wanted, shape, strict=True)
+    ):
+        return None
+    given = f"[N, {', '.join(map(str, shape))}]"
+    return f"{arch} reads inputs {arch_input(arch)}, not {given}"
+
+
+def check_arch(name: str, arch: Any, reads: Any = None) -> str:
+    """``arch`` if it is one of :data:`ARCHS` and, given ``reads`` (a dataset's
+    :class:`~palviz.data.DatasetInfo`, or anything with its ``name`` and ``shape``), reads
+    that dataset's samples; else ``ValueError`` naming ``name``, the arch, the dataset and
+    what the arch reads."""
+    check_choice(name, arch, ARCHS)
+    problem = None if reads is None else input_problem(arch, tuple(reads.shape))
+    if problem:
+        raise ValueError(f"{name} {arch!r} cannot read dataset {reads.name!r}: {problem}")
+    return arch
+
 
 # The reference initialisations of a classifier layer's weight, by name, with PyTorch's
 # defaults as the reference code calls them: ``kaiming_normal_(w)`` is fan-in, gain sqrt(2)

@@ -91,7 +91,7 @@ def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(mo
         {"key": "c", "spec": "spec-c", "notebooks": ["07"]},
     ]
     asked, trained = [], []
-    monkeypatch.setattr(plan, "plan", lambda numbers, profile: asked.append(numbers) or rows)
+    monkeypatch.setattr(plan, "plan", lambda numbers, *_: asked.append(numbers) or rows)
     monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
     monkeypatch.setattr(cluster, "run_many", lambda specs, desc: trained.append(specs))
     paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]

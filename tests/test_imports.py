@@ -240,9 +240,6 @@ MAX_MODULE_LINES = 600
 #: Modules still over the limit, each at most its length today: the list only shrinks.
 STILL_LONG = {
     "palviz.cli": 1187,
-    "palviz.experiments.recipes": 935,
-    "palviz.experiments.params": 707,
-    "palviz.data": 685,
 }
 
 

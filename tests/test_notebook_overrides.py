@@ -4,53 +4,19 @@ papermill at smoke size; the runs on disk carry the new value (and new cache key
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
+from notebook_support import execute as _execute
+from notebook_support import smoke_environment
+from notebook_support import trained as _trained
 
 from palviz.experiments import plan
 
 papermill = pytest.importorskip("papermill")
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture
 def smoke_env(tmp_path, monkeypatch):
-    runs = Path(os.environ.get("PALVIZ_RUNS") or tmp_path / "runs")
-    for name, value in {
-        "PALVIZ_PROFILE": "smoke",
-        "PALVIZ_RUNS": str(runs),
-        "PALVIZ_FIGURES": str(tmp_path / "figures"),
-        "PALVIZ_ROOT": str(ROOT),
-        "MPLBACKEND": "Agg",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("PALVIZ_TOY", raising=False)
-    return runs
-
-
-def _execute(notebook: str, out: Path, parameters: dict) -> None:
-    (path,) = (ROOT / "notebooks").glob(f"{notebook}_*.ipynb")
-    papermill.execute_notebook(
-        str(path),
-        str(out),
-        parameters=parameters,
-        kernel_name="python3",
-        cwd=str(ROOT / "notebooks"),
-        progress_bar=False,
-    )
-
-
-def _trained(runs: Path, specs) -> list[dict]:
-    out = []
-    for spec in specs:
-        folder = runs / spec.key()
-        assert (folder / "metrics.json").exists(), f"{spec.label} was not trained into {folder}"
-        out.append(json.loads((folder / "spec.json").read_text()))
-    return out
+    return smoke_environment(tmp_path, monkeypatch)
 
 
 def test_notebook_06_trains_with_the_epochs_of_its_parameters_cell(smoke_env, tmp_path):

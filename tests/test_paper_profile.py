@@ -45,7 +45,7 @@ def paper_env(tmp_path, monkeypatch):
 def test_paper_long_tailed_run_trains_resnet32_on_cifar_format_files(paper_env):
     write_cifar10(paper_env / "data")
     setup = ex.long_tailed_setup("paper")
-    assert setup["arch"] == "resnet32" and setup["train"]["epochs"] == 200
+    assert set(setup["networks"].values()) == {"resnet32"} and setup["train"]["epochs"] == 200
     assert setup["train"]["milestones"] == (160, 180) and setup["train"]["drw_epoch"] == 160
     # The published recipe, shortened to two epochs with DRW switched on in the second.
     spec = ex.lt_spec(

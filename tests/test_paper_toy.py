@@ -10,7 +10,8 @@ import struct
 
 import numpy as np
 import pytest
-from test_notebook_overrides import ROOT, _execute
+from notebook_support import ROOT
+from notebook_support import execute as _execute
 from test_paper_profile import write_cifar10
 
 from palviz import cli

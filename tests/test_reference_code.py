@@ -27,8 +27,9 @@ from torchvision.transforms import functional as TF
 import palviz
 from palviz import evaluation
 from palviz import train as ptrain
-from palviz.data import BatchIterator, _epoch_generator, rotate_images
-from palviz.experiments import recipes, runcache
+from palviz.data import BatchIterator, rotate_images
+from palviz.data.batches import _epoch_generator
+from palviz.experiments import departures, recipes, runcache
 from palviz.experiments.runcache import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
@@ -425,12 +426,12 @@ def test_the_departures_table_lists_every_declared_departure_with_its_section():
     topics = {d.topic for d in recipes.DEPARTURES}
     assert {"Precision", "Model selection", "Label noise"} <= topics
     with pytest.raises(ValueError, match="no section numbered '42'"):
-        recipes._section_anchor(reference, "42")
+        departures._section_anchor(reference, "42")
 
 
 def test_write_departures_rewrites_a_stale_block(tmp_path):
     (tmp_path / "docs").mkdir()
-    start, end = recipes._DEPARTURES_MARKERS
+    start, end = departures._DEPARTURES_MARKERS
     text = f"## 1. One\n\n## 2. Losses\n\n## 5. Five\n\n## 6. Six\n\n{start}\nold\n{end}\n"
     for section in ("2.1", "2.2", "3", "4", "6.1", "6.2"):
         text += f"\n### {section} Part\n"

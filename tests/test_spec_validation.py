@@ -28,6 +28,7 @@ BASE = {
 BAD = [
     ({"dataset": "cifar11"}, "RunSpec.dataset", ["cifar10", "mnist1d"], ValueError),
     ({"arch": "cnn1dd"}, "RunSpec.arch", ["cnn1d", "resnet32"], ValueError),
+    ({"dataset": "digits"}, "RunSpec.arch", ["'cnn1d' cannot read", "[N, 1, 8, 8]"], ValueError),
     ({"loss": "ldma", "loss_kw": {}}, "RunSpec.loss", ["ldam", "elm", "ce"], ValueError),
     ({"loss_kw": {"max_mm": 0.5}}, "RunSpec.loss_kw", ["max_mm", "max_m", "allowed"], ValueError),
     ({"loss_kw": {"max_m": -1}}, "RunSpec.loss_kw", ["ldam", "max_m must be > 0"], ValueError),

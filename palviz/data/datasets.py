@@ -1,11 +1,11 @@
-"""Which datasets palviz loads, and how it reads them from disk.
+"""The datasets palviz ships, declared in :data:`BUILTIN_DATASETS`, and how it reads them.
 
-:func:`load_dataset` returns one split of a dataset; :func:`dataset_info` says what a batch
-pipeline and a model need to know about it. The real datasets are read in their on-disk
-formats by the small readers at the end of this module (CIFAR's python pickles, MNIST's idx
-files), so tests can write stand-in files in the same format. The data policy (embedded
-datasets never touch the network; downloaded ones only when asked) is described in
-:mod:`palviz.data`, which re-exports every public name here.
+:func:`load_dataset` returns one split of any registered dataset (:mod:`palviz.data.registry`:
+the built-ins below and those a user registers), checked against its declaration. The real
+datasets are read in their on-disk formats by the small readers at the end of this module
+(CIFAR's python pickles, MNIST's idx files), so tests can write stand-in files in the same
+format. The data policy (embedded datasets never touch the network; downloaded ones only when
+asked) is described in :mod:`palviz.data`, which re-exports every public name here.
 
 Damaged and hostile files: every reader checks what it reads. A downloaded file that is
 truncated or is not what its name says raises :class:`DatasetFileError`, naming the file, what is
@@ -23,23 +23,28 @@ import random
 import warnings
 import zipfile
 import zlib
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from palviz.checks import DATASETS, check_choice, check_dataset
+from palviz.checks import check_choice
+from palviz.data.registry import (
+    check_dataset,
+    dataset_info,
+    dataset_loader,
+    register_dataset,
+)
 from palviz.files import data_dir, save_npz
 
 __all__ = [
-    "DATASETS",
+    "BUILTIN_DATASETS",
     "MNIST1D_NUM_SAMPLES",
     "MNIST1D_SEED",
     "DatasetFileError",
-    "DatasetInfo",
-    "dataset_info",
     "load_dataset",
+    "missing_datasets",
 ]
 
 # Per-channel statistics of the published CIFAR set-ups (docs/reference.md 6). CIFAR-100 uses the
@@ -58,28 +63,14 @@ MNIST1D_SEED = 42
 _DIGITS_MEAN = (0.3062,)
 _DIGITS_STD = (0.3769,)
 
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """What a batch pipeline and a model need to know about a dataset.
-
-    Attributes:
-        name: one of :data:`DATASETS`.
-        num_classes: number of classes ``C``.
-        kind: ``"image"`` (``uint8`` ``N x C x H x W``) or ``"vector"`` (float32 ``N x D``).
-        shape: shape of one sample, e.g. ``(3, 32, 32)`` or ``(40,)``.
-        mean, std: per-channel normalisation statistics (images, on the ``[0, 1]`` scale);
-            ``None`` for vectors (MNIST-1D is standardised by its generator).
-        augment: whether the published set-up uses random crop + horizontal flip.
-    """
-
-    name: str
-    num_classes: int
-    kind: str
-    shape: tuple[int, ...]
-    mean: tuple[float, ...] | None
-    std: tuple[float, ...] | None
-    augment: bool
+# Asymmetric label noise (docs/reference.md 4), source class -> noisy class. The digit sets
+# share MNIST's flips: 7 -> 1, 2 -> 7, 5 <-> 6, 3 -> 8.
+_MNIST_FLIPS = {7: 1, 2: 7, 5: 6, 6: 5, 3: 8}
+# truck -> automobile, bird -> airplane, cat <-> dog, deer -> horse
+_CIFAR10_FLIPS = {9: 1, 2: 0, 3: 5, 5: 3, 4: 7}
+# Within each block of 5 consecutive ids, i -> the next id of its block, cyclically (the
+# convention of the published tables; not CIFAR-100's semantic superclasses).
+_CIFAR100_FLIPS = {i: 5 * (i // 5) + (i + 1) % 5 for i in range(100)}
 
 
 class DatasetFileError(ValueError):
@@ -90,7 +81,7 @@ class DatasetFileError(ValueError):
 
     Attributes:
         path: the file.
-        dataset: the dataset it belongs to (one of :data:`DATASETS`).
+        dataset: the dataset it belongs to (one of :data:`palviz.data.DATASETS`).
         problem: what is wrong with it.
     """
 
@@ -110,24 +101,6 @@ class _Damaged(Exception):
     is made from it by the loader, which knows the dataset and how to fetch it)."""
 
 
-def dataset_info(name: str) -> DatasetInfo:
-    """The :class:`DatasetInfo` of ``name`` (one of :data:`DATASETS`).
-
-    digits' mean and std are those of its training split (rounded to 4 decimals);
-    CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
-    """
-    check_dataset("name", name)
-    if name == "mnist1d":
-        return DatasetInfo(name, 10, "vector", (40,), None, None, False)
-    if name == "digits":
-        return DatasetInfo(name, 10, "image", (1, 8, 8), _DIGITS_MEAN, _DIGITS_STD, False)
-    if name == "mnist":
-        return DatasetInfo(name, 10, "image", (1, 28, 28), (0.1307,), (0.3081,), False)
-    if name == "cifar10":
-        return DatasetInfo(name, 10, "image", (3, 32, 32), _CIFAR_MEAN, _CIFAR_STD, True)
-    return DatasetInfo(name, 100, "image", (3, 32, 32), _CIFAR_MEAN, _CIFAR_STD, True)
-
-
 def load_dataset(
     name: str,
     split: str = "train",
@@ -137,9 +110,11 @@ def load_dataset(
     """Load one split of a dataset.
 
     Args:
-        name: one of :data:`DATASETS`.
+        name: one of :data:`palviz.data.DATASETS` (a built-in or one registered with
+            :func:`palviz.data.register_dataset`).
         split: ``"train"`` or ``"test"``.
-        root: data folder; ``None`` means the project's ``data/`` (:func:`palviz.files.data_dir`).
+        root: data folder; ``None`` means the project's ``data/`` (:func:`palviz.files.data_dir`)
+            for the built-ins, the loader's own choice for a registered dataset.
         download: let torchvision fetch missing MNIST / CIFAR files into ``root``. Ignored by
             the embedded datasets, which never need the network.
 
@@ -153,20 +128,54 @@ def load_dataset(
     ``random_state=0``), MNIST 60000 / 10000, CIFAR 50000 / 10000.
 
     Raises:
-        ValueError: unknown ``name`` or ``split``.
+        ValueError: unknown ``name`` or ``split``, or a loader that returned other data than
+            its dataset declares (the wrong sample shape, labels out of range).
         FileNotFoundError: MNIST / CIFAR files missing and ``download=False``; the message
             gives the command that fetches them.
     """
     check_dataset("name", name)
     check_choice("split", split, ("train", "test"))
-    root_path = Path(root).expanduser() if root is not None else data_dir()
-    if name == "mnist1d":
-        return _load_mnist1d(split, root_path)
-    if name == "digits":
-        return _load_digits(split)
-    if name == "mnist":
-        return _load_mnist(split, root_path, download, root is not None)
-    return _load_cifar(name, split, root_path, download, root is not None)
+    root_path = Path(root).expanduser() if root is not None else None
+    x, y = dataset_loader(name)(split, root_path, download)
+    return _as_declared(name, split, x, y)
+
+
+def missing_datasets(names: Iterable[str]) -> list[str]:
+    """Which of the datasets ``names`` are not on disk: those whose test split raises
+    ``FileNotFoundError`` (a downloaded dataset not fetched yet), in order."""
+    missing = []
+    for name in names:
+        try:
+            load_dataset(name, "test")
+        except FileNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def _as_declared(name: str, split: str, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, y)`` as torch tensors (``y`` int64), checked against the declaration of ``name``."""
+    info = dataset_info(name)
+    x = torch.as_tensor(x)
+    y = torch.as_tensor(y)
+    where = f"the loader of dataset {name!r} returned for split {split!r}"
+    if tuple(x.shape[1:]) != info.shape or x.dim() != 1 + len(info.shape):
+        raise ValueError(
+            f"{where} samples of shape {list(x.shape)}; the dataset declares "
+            f"[N, {', '.join(map(str, info.shape))}]"
+        )
+    if y.shape != (len(x),) or y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise ValueError(f"{where} labels {y.dtype} of shape {list(y.shape)}; expected [{len(x)}]")
+    y = y.to(torch.int64)
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= info.num_classes):
+        raise ValueError(
+            f"{where} labels from {int(y.min())} to {int(y.max())}; the dataset declares "
+            f"{info.num_classes} classes (0..{info.num_classes - 1})"
+        )
+    return x, y
+
+
+def _root(root: Path | None) -> Path:
+    return root if root is not None else data_dir()
 
 
 # The arrays of the MNIST-1D cache (as the generator names them) and their dtypes.
@@ -221,7 +230,8 @@ def _mnist1d_read(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _load_mnist1d(split: str, root: Path) -> tuple[torch.Tensor, torch.Tensor]:
+def _load_mnist1d(split: str, root: Path | None, download: bool = False):
+    root = _root(root)
     path = root / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
     arrays = None
     if path.is_file():
@@ -249,7 +259,7 @@ def _load_mnist1d(split: str, root: Path) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(arrays[kx]), torch.from_numpy(arrays[ky])
 
 
-def _load_digits(split: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _load_digits(split: str, root: Path | None = None, download: bool = False):
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
@@ -399,8 +409,9 @@ def _cifar_arrays(name: str, batch: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _load_cifar(
-    name: str, split: str, root: Path, download: bool, custom_root: bool
+    name: str, split: str, given_root: Path | None, download: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    root, custom_root = _root(given_root), given_root is not None
     folder, train_files, test_files = _CIFAR_LAYOUT[name]
     paths = [root / folder / f for f in (train_files if split == "train" else test_files)]
     missing = [p for p in paths if not p.is_file()]
@@ -477,8 +488,9 @@ def _read_idx(path: Path, item_shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _load_mnist(
-    split: str, root: Path, download: bool, custom_root: bool
+    split: str, given_root: Path | None, download: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    root, custom_root = _root(given_root), given_root is not None
     raw = root / "MNIST" / "raw"
     image_stem, label_stem = _MNIST_FILES[split]
     found = [_find_idx(raw, image_stem), _find_idx(raw, label_stem)]
@@ -510,3 +522,44 @@ def _load_mnist(
         problem = f"its labels run up to {labels.max()}, outside 0..{info.num_classes - 1}"
         raise damaged(found[1], _Damaged(problem)) from None
     return torch.from_numpy(images[:, None]), torch.from_numpy(labels.astype(np.int64))
+
+
+# ---- The built-in datasets, declared -----------------------------------------------------
+
+
+def _load_cifar10(split: str, root: Path | None, download: bool):
+    return _load_cifar("cifar10", split, root, download)
+
+
+def _load_cifar100(split: str, root: Path | None, download: bool):
+    return _load_cifar("cifar100", split, root, download)
+
+
+#: The datasets palviz ships: each one's declaration (:func:`palviz.data.register_dataset`'s
+#: arguments). digits' mean and std are those of its training split (rounded to 4 decimals);
+#: CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
+BUILTIN_DATASETS: dict[str, dict] = {
+    "mnist1d": dict(
+        loader=_load_mnist1d, num_classes=10, shape=(40,), title="MNIST-1D",
+        asymmetric_map=_MNIST_FLIPS,
+    ),
+    "digits": dict(
+        loader=_load_digits, num_classes=10, shape=(1, 8, 8), mean=_DIGITS_MEAN,
+        std=_DIGITS_STD, title="digits", asymmetric_map=_MNIST_FLIPS,
+    ),
+    "mnist": dict(
+        loader=_load_mnist, num_classes=10, shape=(1, 28, 28), mean=(0.1307,), std=(0.3081,),
+        title="MNIST", asymmetric_map=_MNIST_FLIPS,
+    ),
+    "cifar10": dict(
+        loader=_load_cifar10, num_classes=10, shape=(3, 32, 32), mean=_CIFAR_MEAN,
+        std=_CIFAR_STD, augment=True, title="CIFAR-10", asymmetric_map=_CIFAR10_FLIPS,
+    ),
+    "cifar100": dict(
+        loader=_load_cifar100, num_classes=100, shape=(3, 32, 32), mean=_CIFAR_MEAN,
+        std=_CIFAR_STD, augment=True, title="CIFAR-100", asymmetric_map=_CIFAR100_FLIPS,
+    ),
+}  # fmt: skip
+
+for _name, _declaration in BUILTIN_DATASETS.items():
+    register_dataset(_name, **_declaration)

@@ -12,11 +12,13 @@ subject modules it teaches. Its modules:
   local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
-  papers' facts
+  papers' facts; the profiles and each dataset's network as data in
+  :mod:`~palviz.experiments.profiles`, the departures from the reference code in
+  :mod:`~palviz.experiments.departures`
 - :mod:`~palviz.experiments.budget` training budgets in SGD steps beside the papers'
 - :mod:`~palviz.experiments.plan` what each notebook trains, declared once (:func:`experiment`)
 - :mod:`~palviz.experiments.params` each notebook's parameters, checked once
-  (:func:`check_parameters`)
+  (:func:`check_parameters`; the schemas in :mod:`~palviz.experiments.schemas`)
 - :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it
 - :mod:`~palviz.experiments.claims` each paper claim read against paired seeds
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive

@@ -437,7 +437,7 @@ def long_tailed_claims(
         from palviz.experiments.recipes import long_tailed_setup
 
         fresh, of = rep
-        first = long_tailed_setup(of)
+        first = long_tailed_setup(of, setup["datasets"])  # the datasets trained here
         first = {**first, "orientations": ()}
         claims += long_tailed_claims(first, seeds=fresh, tag=_tag(fresh))
     return claims
@@ -529,5 +529,5 @@ def noisy_claims(
         from palviz.experiments.recipes import noisy_setup
 
         fresh, of = rep
-        claims += noisy_claims(noisy_setup(of), seeds=fresh, tag=_tag(fresh))
+        claims += noisy_claims(noisy_setup(of, [*setup["datasets"]]), seeds=fresh, tag=_tag(fresh))
     return claims

@@ -14,7 +14,10 @@ The parameters every training notebook accepts (``None`` keeps the profile's val
 - ``seeds`` (06, 07) or ``seed`` (00, 02, 03, 08);
 - ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
   with CE and has ``weight_decays`` instead of ``weight_decay``);
-- ``rates`` (07): the noise rates its tables and sweep keep.
+- ``rates`` (07): the noise rates its tables and sweep keep;
+- ``datasets`` (06, 07, 08): the datasets trained instead of the profile's, each a registered
+  dataset (:func:`palviz.data.register_dataset`) with its network
+  (:func:`palviz.experiments.recipes.network_for`); ``palviz plan --datasets`` sets it.
 
 Each experiment returns its runs as named groups, ``{group: [RunSpec, ...]}``.
 """
@@ -22,7 +25,7 @@ Each experiment returns its runs as named groups, ``{group: [RunSpec, ...]}``.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from palviz.checks import (
@@ -47,6 +50,7 @@ __all__ = [
     "noisy_groups",
     "plan",
     "planned_specs",
+    "takes_datasets",
     "train_overrides",
 ]
 
@@ -107,41 +111,38 @@ def _ratio(value: Any) -> float:
     return value
 
 
-def _label_specs(
-    labels: Sequence[str], profile: str, rho: float, seed: int, train: Mapping[str, Any]
-) -> list[RunSpec]:
-    return [
-        recipes.lt_label_spec(m, imbalance_ratio=rho, seed=seed, profile=profile, **train)
-        for m in labels
-    ]
+def _label_experiment(group: str, default: tuple[str, ...], doc: str) -> Callable[..., dict]:
+    """The experiment of a notebook that trains a few table labels (00, 02, 08): the group
+    ``group`` of the labels ``methods`` (default ``default``) on each dataset of ``datasets``
+    (default: the profile's first), at one ratio and seed."""
+
+    def declare(profile, *, methods=None, imbalance_ratio=100, seed=0, datasets=None, **train):
+        labels = _lt_labels_checked("methods", methods, default)
+        rho, seed = _ratio(imbalance_ratio), _seed(seed)
+        changes = train_overrides(**train)
+        setup = recipes.long_tailed_setup(profile, datasets)
+        chosen = setup["datasets"] if datasets is not None else setup["datasets"][:1]
+        specs = [
+            recipes.lt_label_spec(
+                m, imbalance_ratio=rho, seed=seed, profile=profile, dataset=d, **changes
+            )
+            for d in chosen
+            for m in labels
+        ]
+        return {group: specs}
+
+    declare.__doc__ = doc
+    return declare
 
 
-def _tour(
-    profile: str,
-    *,
-    methods: Any = None,
-    imbalance_ratio: Any = 100,
-    seed: Any = 0,
-    **train: Any,
-) -> dict[str, list[RunSpec]]:
-    """00: CE, LDAM-DRW and CE + PAL on the long-tailed set."""
-    labels = _lt_labels_checked("methods", methods, ("CE", "LDAM-DRW", "CE+PAL"))
-    rho, seed = _ratio(imbalance_ratio), _seed(seed)
-    return {"tour": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
-
-
-def _heads(
-    profile: str,
-    *,
-    methods: Any = None,
-    imbalance_ratio: Any = 100,
-    seed: Any = 0,
-    **train: Any,
-) -> dict[str, list[RunSpec]]:
-    """02: the learned and the anchored head, trained alike (CE and CE + PAL)."""
-    labels = _lt_labels_checked("methods", methods, ("CE", "CE+PAL"))
-    rho, seed = _ratio(imbalance_ratio), _seed(seed)
-    return {"heads": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
+_tour = _label_experiment(
+    "tour", ("CE", "LDAM-DRW", "CE+PAL"), "00: CE, LDAM-DRW and CE + PAL on the long-tailed set."
+)
+_heads = _label_experiment(
+    "heads",
+    ("CE", "CE+PAL"),
+    "02: the learned and the anchored head, trained alike (CE and CE + PAL).",
+)
 
 
 def _weight_decay(
@@ -182,15 +183,17 @@ def long_tailed_groups(
     pal_methods: Iterable[str] | None = None,
     *,
     seeds: Any = None,
+    datasets: Any = None,
     **train: Any,
 ) -> dict[str, list[RunSpec]]:
     """06: ``"grid"``, every method of ``methods`` without PAL and every method of
-    ``pal_methods`` with PAL, at every ratio and seed of the profile; and for each prototype
-    orientation of ``orientations``, CE + PAL with that orientation. Defaults: the profile's;
-    given ``methods`` only, ``pal_methods`` defaults to the profile's PAL methods among them
-    (and orientations to none unless CE is among them)."""
+    ``pal_methods`` with PAL, at every dataset, ratio and seed of the profile; and for each
+    prototype orientation of ``orientations``, CE + PAL with that orientation. Defaults: the
+    profile's; given ``methods`` only, ``pal_methods`` defaults to the profile's PAL methods
+    among them (and orientations to none unless CE is among them). ``datasets`` replaces the
+    profile's datasets everywhere, in the replication too."""
     profile = resolve_profile(profile)
-    setup = recipes.long_tailed_setup(profile)
+    setup = recipes.long_tailed_setup(profile, datasets)
     base = recipes.LT_METHODS
     if methods is None:
         chosen = tuple(setup["methods"])
@@ -212,7 +215,7 @@ def long_tailed_groups(
             raise invalid("orientations", orientations, "empty unless 'CE' is among pal_methods")
     seeds_ = _seeds(seeds, setup["seeds"])
     changes = train_overrides(**train)
-    common = dict(profile=profile, seeds=seeds_, **changes)
+    common = dict(profile=profile, seeds=seeds_, datasets=setup["datasets"], **changes)
     grid = recipes.lt_grid(chosen, pal=(False,), **common)
     if pal:
         grid += recipes.lt_grid(pal, pal=(True,), **common)
@@ -220,16 +223,19 @@ def long_tailed_groups(
     for o in turned:
         groups[o] = recipes.lt_grid(("CE",), pal=(True,), orientation=o, **common)
     if setup.get("replication"):
-        groups["replication"] = _lt_replication(setup, profile, chosen, pal, changes)
+        where = setup["datasets"] if datasets is not None else None
+        groups["replication"] = _lt_replication(setup, profile, chosen, pal, changes, where)
     return groups
 
 
-def _lt_replication(setup: dict, profile: str, chosen: tuple, pal: tuple, changes: dict) -> list:
+def _lt_replication(
+    setup: dict, profile: str, chosen: tuple, pal: tuple, changes: dict, datasets: Any
+) -> list:
     """The runs of a profile's ``replication``: the methods (and PAL methods) of the profile
-    it replicates, among those chosen here, at that profile's datasets and ratios, on the
-    fresh seeds, at this profile's size."""
+    it replicates, among those chosen here, at that profile's datasets (or ``datasets``) and
+    ratios, on the fresh seeds, at this profile's size."""
     rep = setup["replication"]
-    first = recipes.long_tailed_setup(rep["of"])
+    first = recipes.long_tailed_setup(rep["of"], datasets)
     where = dict(profile=profile, seeds=tuple(rep["seeds"]), ratios=first["ratios"], **changes)
     where["datasets"] = first["datasets"]
     methods = tuple(m for m in first["methods"] if m in chosen)
@@ -244,6 +250,7 @@ def noisy_groups(
     methods: Any = None,
     seeds: Any = None,
     rates: Any = None,
+    datasets: Any = None,
     **train: Any,
 ) -> dict:
     """07, from :func:`palviz.experiments.recipes.noisy_setup`: per dataset the tables
@@ -253,9 +260,11 @@ def noisy_groups(
     the headline keeps the profile's headline methods among them, and the sweep runs only if
     CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds;
     ``rates`` keeps the tables' and the sweep's noise rates among it
-    (:func:`palviz.experiments.recipes.select_noise_rates`)."""
+    (:func:`palviz.experiments.recipes.select_noise_rates`); ``datasets`` replaces the
+    profile's datasets (the sweep runs on the first unless the profile's sweep dataset is
+    among them)."""
     profile = resolve_profile(profile)
-    setup = recipes.select_noise_rates(recipes.noisy_setup(profile), rates)
+    setup = recipes.select_noise_rates(recipes.noisy_setup(profile, datasets), rates)
     head = setup["headline"]
     if methods is None:
         sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]
@@ -322,18 +331,11 @@ def _noisy_replication(setup: dict, sym: tuple, head_methods: tuple, common: dic
     return list({s.key(): s for s in specs}.values())
 
 
-def _geometry(
-    profile: str,
-    *,
-    methods: Any = None,
-    imbalance_ratio: Any = 100,
-    seed: Any = 0,
-    **train: Any,
-) -> dict[str, list[RunSpec]]:
-    """08: the feature geometry of a few long-tailed methods."""
-    labels = _lt_labels_checked("methods", methods, ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL"))
-    rho, seed = _ratio(imbalance_ratio), _seed(seed)
-    return {"geometry": _label_specs(labels, profile, rho, seed, train_overrides(**train))}
+_geometry = _label_experiment(
+    "geometry",
+    ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL"),
+    "08: the feature geometry of a few long-tailed methods.",
+)
 
 
 #: Notebook number -> the function that declares its runs, ``f(profile, **parameters)``.
@@ -381,21 +383,39 @@ def experiment_specs(notebook: str, profile: str | None = None, **parameters: An
     return [s for specs in groups.values() for s in specs]
 
 
-def planned_specs(notebook: str, profile: str | None = None) -> list[RunSpec]:
+def takes_datasets(notebook: str) -> bool:
+    """Whether ``notebook``'s parameters cell has ``DATASETS`` (06, 07, 08): the notebooks
+    ``palviz plan --datasets`` changes."""
+    from palviz.experiments.params import SCHEMAS
+
+    return "DATASETS" in SCHEMAS.get(_number(notebook), {})
+
+
+def planned_specs(
+    notebook: str, profile: str | None = None, datasets: Sequence[str] | None = None
+) -> list[RunSpec]:
     """The specs notebook ``notebook`` (``"06"`` or ``"06_long_tailed"``) passes to the run
     cache in ``profile`` with its default parameters, in its order (duplicates kept); ``[]``
-    for a notebook that trains nothing."""
+    for a notebook that trains nothing. ``datasets`` is its ``DATASETS`` parameter (for the
+    notebooks that have one, :func:`takes_datasets`; the others keep their defaults)."""
     if _number(notebook) not in EXPERIMENTS:
         return []
+    if datasets is not None and takes_datasets(notebook):
+        return experiment_specs(notebook, profile, datasets=tuple(datasets))
     return experiment_specs(notebook, profile)
 
 
-def plan(notebooks: Iterable[str], profile: str | None = None) -> list[dict]:
+def plan(
+    notebooks: Iterable[str],
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+) -> list[dict]:
     """The distinct runs of these notebooks, in first-asked order: one dict per cache key with
-    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it)."""
+    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it); ``datasets`` as for
+    :func:`planned_specs`."""
     rows: dict[str, dict] = {}
     for number in notebooks:
-        for spec in planned_specs(number, profile):
+        for spec in planned_specs(number, profile, datasets):
             row = rows.setdefault(spec.key(), {"key": spec.key(), "spec": spec, "notebooks": []})
             if number[:2] not in row["notebooks"]:
                 row["notebooks"].append(number[:2])

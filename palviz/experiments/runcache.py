@@ -66,7 +66,7 @@ from palviz.files import (
 )
 from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import ARCHS, make_model
+from palviz.models import check_arch, make_model
 from palviz.threads import single_thread
 from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
@@ -109,8 +109,8 @@ class RunSpec:
 
     Every field is checked when the spec is made (a ``ValueError``, or a ``TypeError`` for a
     value of the wrong type, naming ``RunSpec.<field>``, the value and what is allowed): the
-    dataset, network, loss and head are ones palviz knows, ``loss_kw`` builds the loss and
-    ``head_kw`` holds arguments of the head. ``train`` may be given as a dict.
+    dataset, network, loss and head are ones palviz knows, the network reads the dataset's
+    samples; ``loss_kw`` builds the loss, ``head_kw`` holds head arguments, ``train`` may be a dict.
     """
 
     dataset: str
@@ -133,7 +133,7 @@ class RunSpec:
         # Every field is checked before a key or a folder exists; a ``train`` dict becomes its
         # TrainConfig, nothing else is converted: the key is a hash of the fields as given.
         check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
-        check_choice("RunSpec.arch", self.arch, ARCHS)
+        check_arch("RunSpec.arch", self.arch, reads=pdata.dataset_info(self.dataset))
         _check_loss(self.loss, self.loss_kw, pdata.dataset_info(self.dataset).num_classes)
         _check_head(self.head, self.head_kw)
         check_choice("RunSpec.lt_shape", self.lt_shape, pdata.LONG_TAIL_SHAPES)

@@ -1,0 +1,296 @@
+"""The datasets palviz knows, declared once each: :func:`register_dataset`.
+
+A dataset is a name, a loader and the facts a model and a batch pipeline read off it (a
+:class:`DatasetInfo`: classes, the shape of one sample, normalisation statistics, how tables
+name it, its asymmetric-noise map). The built-ins (``mnist1d``, ``digits``, ``mnist``,
+``cifar10``, ``cifar100``) are declared by :mod:`palviz.data.datasets` with the same call a
+user makes from a module of their own::
+
+    # my_datasets.py, somewhere on sys.path (PYTHONPATH)
+    from palviz.data import register_dataset
+
+    def load(split, root=None, download=False):
+        ...  # (x [N, 40] float32, y [N] int64) of the split "train" or "test"
+
+    register_dataset("blobs", load, num_classes=4, shape=(40,), title="Blobs")
+
+**Naming a module of datasets.** Such a module registers its datasets when it is imported.
+:func:`import_dataset_modules` imports the modules it is given and those that
+``$PALVIZ_DATASET_MODULES`` names (comma-separated module names); a notebook's
+``DATASET_MODULES`` parameter and the ``palviz`` command call it before they plan. It adds the
+modules it is given to ``$PALVIZ_DATASET_MODULES``, so that the worker processes a run starts
+(which inherit the environment) import them too; and a name that is not registered is looked
+for again after importing the modules ``$PALVIZ_DATASET_MODULES`` names, so a process started
+with it set finds every dataset it names without any call.
+
+:data:`DATASETS` (the names, in order of registration) and :data:`DATASET_TITLES` (name ->
+title) are live views of the registry: a dataset registered later is in them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from palviz.checks import check_bool, check_choice, check_num_classes, invalid
+
+__all__ = [
+    "DATASETS",
+    "DATASET_MODULES_ENV",
+    "DATASET_TITLES",
+    "DatasetInfo",
+    "Loader",
+    "check_dataset",
+    "dataset_info",
+    "dataset_loader",
+    "import_dataset_modules",
+    "register_dataset",
+]
+
+#: The environment variable naming the modules that register datasets (comma-separated).
+DATASET_MODULES_ENV = "PALVIZ_DATASET_MODULES"
+
+#: ``loader(split, root, download) -> (x, y)``: ``split`` is ``"train"`` or ``"test"``,
+#: ``root`` the data folder :func:`palviz.data.load_dataset` was given (``None``: the loader's
+#: own choice), ``download`` whether it may fetch missing files. ``x`` is ``[N, *shape]``
+#: (``uint8`` images or ``float32`` vectors), ``y`` ``[N]`` integer labels in
+#: ``[0, num_classes)``; torch tensors or NumPy arrays.
+Loader = Callable[..., tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What a batch pipeline and a model need to know about a dataset.
+
+    Attributes:
+        name: one of :data:`DATASETS`.
+        num_classes: number of classes ``C``.
+        kind: ``"image"`` (``uint8`` ``N x C x H x W``) or ``"vector"`` (float32 ``N x D``).
+        shape: shape of one sample, e.g. ``(3, 32, 32)`` or ``(40,)``.
+        mean, std: per-channel normalisation statistics (images, on the ``[0, 1]`` scale);
+            ``None`` for vectors (MNIST-1D is standardised by its generator).
+        augment: whether the published set-up uses random crop + horizontal flip.
+        title: how tables and captions name it (``"CIFAR-10"``).
+        asymmetric_flips: the class flips of asymmetric label noise, ``(source, noisy)``
+            pairs (:func:`palviz.data.asymmetric_map`); empty: none declared.
+    """
+
+    name: str
+    num_classes: int
+    kind: str
+    shape: tuple[int, ...]
+    mean: tuple[float, ...] | None
+    std: tuple[float, ...] | None
+    augment: bool
+    title: str = ""
+    asymmetric_flips: tuple[tuple[int, int], ...] = ()
+
+
+_INFOS: dict[str, DatasetInfo] = {}
+_LOADERS: dict[str, Loader] = {}
+_IMPORTED: set[str] = set()  # the modules of $PALVIZ_DATASET_MODULES imported so far
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_KINDS = ("vector", "image")
+
+
+def _stats(name: str, values: Any, channels: int | None) -> tuple[float, ...] | None:
+    if values is None:
+        return None
+    stats = tuple(float(v) for v in (values if isinstance(values, Sequence) else (values,)))
+    if channels is not None and len(stats) not in (1, channels):
+        raise invalid(name, values, f"None or {channels} numbers (one per channel)")
+    if name == "std" and any(not s > 0 for s in stats):
+        raise invalid(name, values, "None or numbers > 0")
+    return stats
+
+
+def _flips(mapping: Mapping[int, int] | None, num_classes: int) -> tuple[tuple[int, int], ...]:
+    if mapping is None:
+        return ()
+    pairs = tuple((int(s), int(t)) for s, t in dict(mapping).items())
+    if any(not (0 <= c < num_classes) for pair in pairs for c in pair):
+        raise invalid("asymmetric_map", mapping, f"a map of class ids in [0, {num_classes})")
+    return pairs
+
+
+def register_dataset(
+    name: str,
+    loader: Loader,
+    *,
+    num_classes: int,
+    shape: Sequence[int],
+    kind: str | None = None,
+    mean: float | Sequence[float] | None = None,
+    std: float | Sequence[float] | None = None,
+    augment: bool = False,
+    title: str | None = None,
+    asymmetric_map: Mapping[int, int] | None = None,
+    replace: bool = False,
+) -> DatasetInfo:
+    """Declare a dataset: after this, :func:`palviz.data.load_dataset` loads it, a
+    :class:`~palviz.experiments.runcache.RunSpec` may name it and the notebooks train it.
+
+    Args:
+        name: lower-case letters, digits, ``_`` and ``-`` (it enters cache keys and file
+            names), e.g. ``"blobs"``.
+        loader: ``loader(split, root, download) -> (x, y)`` (:data:`Loader`).
+        num_classes: ``C >= 2``.
+        shape: the shape of one sample: ``(D,)`` for vectors, ``(C, H, W)`` for images. A
+            network reads one shape (:data:`palviz.models.ARCH_INPUTS`): ``(40,)`` for the
+            1-D nets, ``(1, 8, 8)`` for ``cnn_digits``, ``(3, H, W)`` for the ResNets.
+        kind: ``"vector"`` or ``"image"``; default from ``shape`` (1-D: vector).
+        mean, std: per-channel statistics of images on the ``[0, 1]`` scale, or ``None``.
+        augment: whether the published set-up of the dataset crops and flips.
+        title: how tables name it; default ``name``.
+        asymmetric_map: source class -> noisy class of asymmetric label noise, or ``None``
+            (then only symmetric noise is possible).
+        replace: allow a new declaration under a name already registered. The same
+            declaration again (the same facts and loader) is always accepted.
+
+    Returns:
+        The dataset's :class:`DatasetInfo`.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise invalid("name", name, "lower-case letters, digits, '_' and '-', e.g. 'blobs'")
+    if not callable(loader):
+        raise invalid("loader", loader, "a function loader(split, root, download) -> (x, y)")
+    num_classes = check_num_classes(num_classes)
+    dims = tuple(shape) if isinstance(shape, Sequence) else ()
+    if len(dims) not in (1, 3) or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise invalid("shape", shape, "(D,) for vectors or (C, H, W) for images, sizes >= 1")
+    kind = check_choice("kind", kind or ("vector" if len(dims) == 1 else "image"), _KINDS)
+    channels = dims[0] if kind == "image" else None
+    info = DatasetInfo(
+        name,
+        num_classes,
+        kind,
+        dims,
+        _stats("mean", mean, channels),
+        _stats("std", std, channels),
+        check_bool("augment", augment),
+        title if title is not None else name,
+        _flips(asymmetric_map, num_classes),
+    )
+    if name in _INFOS and not replace:
+        old = _LOADERS[name]
+        same = _INFOS[name] == info and (old.__module__, old.__qualname__) == (
+            loader.__module__,
+            loader.__qualname__,
+        )
+        if not same:
+            raise ValueError(
+                f"dataset {name!r} is already registered (as {_INFOS[name]}); pass "
+                "replace=True to declare it anew, or choose another name"
+            )
+    _INFOS[name] = info
+    _LOADERS[name] = loader
+    return info
+
+
+def _env_modules() -> list[str]:
+    return [m.strip() for m in os.environ.get(DATASET_MODULES_ENV, "").split(",") if m.strip()]
+
+
+def import_dataset_modules(modules: Sequence[str] = (), *, where: str = "dataset module") -> None:
+    """Import ``modules`` and the modules ``$PALVIZ_DATASET_MODULES`` names (each registers
+    its datasets), and add ``modules`` to ``$PALVIZ_DATASET_MODULES`` so that the processes
+    this one starts import them too. A module that cannot be imported raises ``ValueError``
+    naming it (``where`` says what named it) and why."""
+    if isinstance(modules, str):
+        raise invalid(where, modules, "a tuple of module names, not a string")
+    wanted = [*modules, *(m for m in _env_modules() if m not in modules)]
+    for module in wanted:
+        _import(module, where)
+    named = _env_modules()
+    added = [m for m in modules if m not in named]
+    if added:
+        os.environ[DATASET_MODULES_ENV] = ",".join([*named, *added])
+
+
+def _import(module: str, where: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(
+            f"{where} {module!r} cannot be imported ({type(err).__name__}: {err}); it must be "
+            "a module on sys.path (PYTHONPATH) that calls palviz.data.register_dataset"
+        ) from err
+    _IMPORTED.add(module)
+
+
+def _find(name: Any) -> bool:
+    """Whether ``name`` is registered, after importing the not yet imported modules of
+    ``$PALVIZ_DATASET_MODULES`` if it is not."""
+    if not isinstance(name, str):
+        return False
+    if name not in _INFOS:
+        for module in _env_modules():
+            if module not in _IMPORTED:
+                _import(module, f"${DATASET_MODULES_ENV} module")
+    return name in _INFOS
+
+
+def check_dataset(name: str, value: Any) -> str:
+    """``value`` if it is a registered dataset (one of :data:`DATASETS`)."""
+    if _find(value):
+        return value
+    return check_choice(name, value, tuple(_INFOS))
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The :class:`DatasetInfo` of ``name`` (one of :data:`DATASETS`)."""
+    return _INFOS[check_dataset("name", name)]
+
+
+def dataset_loader(name: str) -> Loader:
+    """The loader ``name`` was registered with."""
+    return _LOADERS[check_dataset("name", name)]
+
+
+class _Names(Sequence):
+    """The registered datasets' names, in order of registration (a live view)."""
+
+    def __getitem__(self, index):
+        return tuple(_INFOS)[index]
+
+    def __len__(self) -> int:
+        return len(_INFOS)
+
+    def __contains__(self, value: object) -> bool:
+        return _find(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(_INFOS))
+
+    def __repr__(self) -> str:
+        return repr(tuple(_INFOS))
+
+
+class _Titles(Mapping):
+    """Registered name -> title, e.g. ``"cifar10" -> "CIFAR-10"`` (a live view)."""
+
+    def __getitem__(self, name: str) -> str:
+        if not _find(name):
+            raise KeyError(name)
+        return _INFOS[name].title
+
+    def __len__(self) -> int:
+        return len(_INFOS)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(tuple(_INFOS))
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: The names of the registered datasets (:func:`register_dataset`), a live sequence view.
+DATASETS: Sequence[str] = _Names()
+
+#: How tables and captions name each registered dataset, a live mapping view.
+DATASET_TITLES: Mapping[str, str] = _Titles()

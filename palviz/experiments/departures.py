@@ -1,0 +1,191 @@
+"""Every departure from the reference code, declared once (docs/reference.md 9 and
+docs/departures.md): :data:`DEPARTURES`, rendered by :func:`departures_markdown` and
+written into both pages by :func:`write_departures` (``palviz methods --write-docs``).
+Re-exported by :mod:`palviz.experiments.recipes`."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from palviz.files import atomic_write, project_root
+
+__all__ = ["DEPARTURES", "Departure", "departures_markdown", "write_departures"]
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One way palviz differs from the reference code it follows: ``topic``, what the
+    ``reference`` (repository and file) does, what palviz does instead, and the section of
+    docs/reference.md that explains it."""
+
+    topic: str
+    reference: str
+    palviz: str
+    section: str
+
+
+#: Every departure from the reference code, in the order of docs/reference.md. Rendered by
+#: :func:`departures_markdown` into docs/reference.md 9 and docs/departures.md
+#: (``write_departures``); a test checks that both hold the current table.
+DEPARTURES: tuple[Departure, ...] = (
+    Departure(
+        "Long-tailed subsets",
+        "LDAM-DRW `imbalance_cifar.py` seeds NumPy's global generator once and draws the "
+        "classes in turn, so a class's images depend on the classes before it",
+        "each class is drawn by its own generator, seeded from (seed, class): the same "
+        "counts, other images, and the subsets of one seed are nested",
+        "1",
+    ),
+    Departure(
+        "LDAM",
+        "LDAM-DRW `losses.py` builds CUDA-only tensors",
+        "the margins follow the logits' device (no effect on results)",
+        "2",
+    ),
+    Departure(
+        "ELM",
+        "ELMloss `loss.py` reads `self.lambda` (a syntax error) and builds CUDA-only tensors; "
+        "the paper's Eq. 7 leaves the non-target logits unscaled, the code scales them",
+        "the evident intent: lambda as meant, the logits' device, s scaling every logit as "
+        "the code does; its margin is smaller than LDAM's for lambda > 0 (section 7), so "
+        "palviz does not repeat the paper's 'enlarged'",
+        "2",
+    ),
+    Departure(
+        "LMSCE",
+        "tk1980/LargeMarginInSoftmax excludes the target by subtracting 1e6 from its logit "
+        "and offers a `deg_logit` switch",
+        "masks the target with -inf; no `deg_logit` (no effect on results)",
+        "2",
+    ),
+    Departure(
+        "LA-CE",
+        "google-research `logit_adjustment/utils.py` adds log(pi^tau + 1e-12) and has no "
+        "class weights",
+        "adds tau log(pi) exactly (every count is > 0) and takes optional class weights, so "
+        "that DRW applies",
+        "2.1",
+    ),
+    Departure(
+        "IB-Focal",
+        "pseulki/IB-Loss starts the IB stage at epoch 100 of 200 and cuts the learning rate "
+        "on its own steps (x0.01 at 100, x1e-4 at 160, x1e-6 at 180)",
+        "the IB stage starts at 80 % of the epochs, under the profile's schedule (LDAM-DRW's "
+        "shape), so that one method trains runs of any length",
+        "2.2",
+    ),
+    Departure(
+        "NRCE",
+        "Active-Passive-Losses `loss.py` normalises RCE with an operator-precedence slip "
+        "(`1 / 4 * (C - 1)`)",
+        "palviz has no NRCE",
+        "3",
+    ),
+    Departure(
+        "Label noise",
+        "Active-Passive-Losses `dataset.py` flips floor(floor(eta N) / C) labels in every "
+        "class (symmetric); re-draws CIFAR-10's dog flips from labels already flipped; flips "
+        "MNIST and CIFAR-100 samples independently (asymmetric), so counts are random",
+        "exactly floor(eta n_c) flips per (source) class, chosen from the clean labels, so the "
+        "realised rate is the nominal one; every noisy run reports its transition matrix",
+        "4",
+    ),
+    Departure(
+        "PAL prototypes",
+        "PAL generates the prototypes by minimising L_0 (its Table 7)",
+        "the closed-form simplex whenever it exists (d >= k - 1; the same pairwise cosines), "
+        "the optimisation otherwise",
+        "5",
+    ),
+    Departure(
+        "Layer-peeled model",
+        "Fang et al. (PNAS 2021) state the program over every feature",
+        "one feature per class (an optimum has this form), solved by L-BFGS in float64 over "
+        "variables rescaled into the norm constraints",
+        "5",
+    ),
+    Departure(
+        "Input pipeline",
+        "both codes apply torchvision's `RandomCrop(32, padding=4)`, `RandomHorizontalFlip` "
+        "(and APL's CIFAR-100 `RandomRotation(20)`) to PIL images in `DataLoader` workers",
+        "the same transforms, batched on the device on the uint8 tensors with palviz's own "
+        "seeded draws; the rotation equals torchvision's tensor `rotate`, which rounds a tie "
+        "here and there differently from PIL's (no effect on results beyond the draws)",
+        "6",
+    ),
+    Departure(
+        "Precision",
+        "both codes train in float32",
+        "float32 by default in every profile; `TrainConfig(precision='bf16')` or `'fp16'` "
+        "(autocast, the convolutions and cosine logits in half precision) departs when chosen",
+        "6",
+    ),
+    Departure(
+        "Model selection",
+        "LDAM-DRW `cifar_train.py` reports the epoch with the best test accuracy",
+        "the last epoch, and the best test epoch beside it, labelled as such",
+        "6.1",
+    ),
+    Departure(
+        "CIFAR-100 network (noise tables)",
+        "Active-Passive-Losses' CIFAR-100 configs name a ResNet-50",
+        "the ResNet-34 of the APL paper's text",
+        "6.2",
+    ),
+)
+
+
+_DEPARTURES_MARKERS = (
+    "<!-- departures (palviz.experiments.recipes.DEPARTURES; palviz methods --write-docs) -->",
+    "<!-- end departures -->",
+)
+
+
+def _section_anchor(reference_text: str, section: str) -> str:
+    """The GitHub anchor of docs/reference.md's heading numbered ``section``."""
+    found = re.search(rf"^#+ {re.escape(section)}\.? (.*)$", reference_text, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"docs/reference.md has no section numbered {section!r}")
+    title = f"{section} {found.group(1)}".strip().lower()
+    return re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
+
+
+def departures_markdown(reference_text: str, link: str = "") -> str:
+    """:data:`DEPARTURES` as a markdown table; each row links its section of docs/reference.md
+    (``reference_text``, its text) at ``link`` (``""`` on that page itself,
+    ``"reference.md"`` from docs/departures.md)."""
+    lines = ["| topic | the reference code | palviz | details |", "|---|---|---|---|"]
+    for d in DEPARTURES:
+        anchor = _section_anchor(reference_text, d.section)
+        where = f"[{'docs/reference.md ' if link else ''}{d.section}]({link}#{anchor})"
+        lines.append(f"| {d.topic} | {d.reference} | {d.palviz} | {where} |")
+    return "\n".join(lines)
+
+
+def write_departures(root: str | os.PathLike | None = None, *, check: bool = False) -> bool:
+    """Write :func:`departures_markdown` between the departures markers of
+    ``docs/reference.md`` and ``docs/departures.md`` under ``root`` (default: the project's);
+    with ``check``, write nothing and return whether both are up to date. Returns ``True``
+    when both hold the current table (after writing, always)."""
+    root = Path(project_root() if root is None else root)
+    reference = root / "docs" / "reference.md"
+    reference_text = reference.read_text()
+    start, end = _DEPARTURES_MARKERS
+    pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
+    current = True
+    for path, link in ((reference, ""), (root / "docs" / "departures.md", "reference.md")):
+        text = reference_text if path == reference else path.read_text()
+        if not pattern.search(text):
+            raise ValueError(f"{path} has no block {start!r} ... {end!r}")
+        block = f"{start}\n{departures_markdown(reference_text, link)}\n{end}"
+        new = pattern.sub(lambda _m, b=block: b, text)
+        if new == text:
+            continue
+        current = False
+        if not check:
+            with atomic_write(path, "w") as f:
+                f.write(new)
+    return current if check else True

@@ -1,0 +1,254 @@
+"""A dataset is declared once (palviz.data.register_dataset): the built-ins and a user's own, named
+by a module; a run whose network cannot read its dataset is refused when its spec is made, before
+anything is written; notebooks 06, 07, 08 and ``palviz plan`` take the datasets to train; and
+notebook 06, executed through papermill, trains a dataset a user's module registers."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import torch
+from notebook_support import execute, smoke_environment, trained
+
+from palviz import cli
+from palviz import data as pdata
+from palviz.data import registry
+from palviz.experiments import plan, recipes
+from palviz.experiments.runcache import RunSpec
+
+#: A module a user would write: one call declares a dataset of 40-d vectors (4 Gaussian
+#: blobs, 200 training and 60 test samples a class), which the 1-D nets read.
+USER_MODULE = '''
+"""My datasets: registered when imported."""
+import numpy as np
+
+from palviz.data import register_dataset
+
+
+def load(split, root=None, download=False):
+    centres = np.random.default_rng(7).normal(scale=1.5, size=(4, 40))
+    n = 200 if split == "train" else 60
+    y = np.repeat(np.arange(4), n)
+    noise = np.random.default_rng(0 if split == "train" else 1).normal(size=(len(y), 40))
+    return (centres[y] + noise).astype(np.float32), y
+
+
+register_dataset("blobs", load, num_classes=4, shape=(40,), title="Blobs-40")
+'''
+
+
+@pytest.fixture
+def registry_copy(monkeypatch):
+    """The registry as it is, restored after the test (whatever it registers)."""
+    for name in ("_INFOS", "_LOADERS", "_IMPORTED"):
+        monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
+    monkeypatch.setenv(pdata.DATASET_MODULES_ENV, "")  # restored after, whatever sets it
+    monkeypatch.delenv(pdata.DATASET_MODULES_ENV)
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch, registry_copy):
+    """The name of a module in ``tmp_path`` (on sys.path and PYTHONPATH) that registers
+    ``blobs``; not imported yet."""
+    name = f"my_datasets_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    paths = [str(tmp_path), os.environ.get("PYTHONPATH")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, paths)))
+    yield name
+    sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("PALVIZ_RUNS", str(folder))
+    monkeypatch.delenv("PALVIZ_TOY", raising=False)
+    return folder
+
+
+def _vectors(split, root=None, download=False):
+    n = 30 if split == "train" else 10
+    return torch.zeros(n, 40), torch.arange(n) % 3
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def test_the_builtins_are_declared_once_and_the_views_follow_the_registry():
+    assert tuple(pdata.DATASETS) == ("mnist1d", "digits", "mnist", "cifar10", "cifar100")
+    assert tuple(pdata.BUILTIN_DATASETS) == tuple(pdata.DATASETS)
+    assert recipes.DATASET_NAMES is pdata.DATASET_TITLES
+    assert dict(pdata.DATASET_TITLES)["cifar10"] == "CIFAR-10"
+    assert pdata.dataset_info("digits").shape == (1, 8, 8)
+    assert pdata.dataset_info("digits").kind == "image"
+    assert pdata.dataset_info("mnist1d").kind == "vector"
+    assert pdata.asymmetric_map("digits") == {7: 1, 2: 7, 5: 6, 6: 5, 3: 8}
+
+
+def test_a_registered_dataset_loads_and_is_in_every_view(registry_copy):
+    info = pdata.register_dataset("tiny", _vectors, num_classes=3, shape=(40,), title="Tiny")
+    assert info.kind == "vector" and info.title == "Tiny" and info.asymmetric_flips == ()
+    assert "tiny" in pdata.DATASETS and pdata.DATASET_TITLES["tiny"] == "Tiny"
+    x, y = pdata.load_dataset("tiny", "test")
+    assert x.shape == (10, 40) and y.dtype == torch.int64
+    # the same declaration again is accepted; another one under its name needs replace=True
+    pdata.register_dataset("tiny", _vectors, num_classes=3, shape=(40,), title="Tiny")
+    with pytest.raises(ValueError, match=r"dataset 'tiny' is already registered .*replace=True"):
+        pdata.register_dataset("tiny", _vectors, num_classes=4, shape=(40,))
+    pdata.register_dataset("tiny", _vectors, num_classes=4, shape=(40,), replace=True)
+    assert pdata.dataset_info("tiny").num_classes == 4
+    with pytest.raises(ValueError, match=r"declares no asymmetric-noise map"):
+        pdata.asymmetric_map("tiny")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"name": "My Set"}, r"^name must be lower-case letters"),
+        ({"shape": (8, 8)}, r"^shape must be \(D,\) for vectors or \(C, H, W\)"),
+        ({"num_classes": 1}, r"^num_classes must be >= 2"),
+        ({"loader": None}, r"^loader must be a function"),
+        ({"std": (0.0,), "shape": (1, 8, 8)}, r"^std must be None or numbers > 0"),
+        ({"asymmetric_map": {0: 5}}, r"^asymmetric_map must be a map of class ids in \[0, 3\)"),
+    ],
+)
+def test_a_bad_declaration_is_refused_naming_the_argument(registry_copy, arguments, message):
+    declaration = {"name": "tiny", "loader": _vectors, "num_classes": 3, "shape": (40,)}
+    with pytest.raises(ValueError, match=message):
+        pdata.register_dataset(**{**declaration, **arguments})
+    assert "tiny" not in pdata.DATASETS
+
+
+def test_a_loader_that_returns_other_data_than_declared_is_named(registry_copy):
+    pdata.register_dataset("tiny", _vectors, num_classes=3, shape=(1, 8, 8))
+    with pytest.raises(ValueError, match=r"tiny. returned .* \[30, 40\]; .*\[N, 1, 8, 8\]"):
+        pdata.load_dataset("tiny")
+    pdata.register_dataset("few", _vectors, num_classes=2, shape=(40,))
+    with pytest.raises(ValueError, match=r"labels from 0 to 2; the dataset declares 2 classes"):
+        pdata.load_dataset("few")
+
+
+def test_a_module_named_in_the_environment_registers_when_a_name_is_looked_up(
+    user_module, monkeypatch
+):
+    assert "blobs" not in pdata.DATASETS
+    monkeypatch.setenv(pdata.DATASET_MODULES_ENV, user_module)
+    assert "blobs" in pdata.DATASETS  # looked for in $PALVIZ_DATASET_MODULES's modules
+    assert pdata.dataset_info("blobs").title == "Blobs-40"
+    x, y = pdata.load_dataset("blobs")
+    assert x.shape == (800, 40) and np.bincount(y.numpy()).tolist() == [200] * 4
+
+
+def test_importing_a_module_names_it_for_the_processes_started_after(user_module, monkeypatch):
+    pdata.import_dataset_modules((user_module,))
+    assert "blobs" in pdata.DATASETS
+    assert os.environ[pdata.DATASET_MODULES_ENV] == user_module
+    with pytest.raises(ValueError, match=r"dataset module 'no_such_module' cannot be imported"):
+        pdata.import_dataset_modules(("no_such_module",))
+
+
+# --------------------------------------------------------------------------- the refusal
+
+
+def test_a_spec_pairing_cnn1d_with_digits_is_refused_when_made_and_writes_nothing(runs):
+    fields = {"dataset": "digits", "arch": "cnn1d", "loss": "ce", "train": {"epochs": 1}}
+    with pytest.raises(ValueError) as made:
+        RunSpec(**fields)
+    message = str(made.value)
+    assert message.startswith("RunSpec.arch 'cnn1d' cannot read dataset 'digits'"), message
+    assert "cnn1d reads inputs [N, 40], not [N, 1, 8, 8]" in message
+    spec = recipes.lt_spec("CE", profile="smoke", dataset="digits")  # digits' own network
+    assert spec.arch == "cnn_digits"
+    with pytest.raises(ValueError, match=r"RunSpec.arch 'cnn1d' cannot read dataset 'digits'"):
+        spec.replace(arch="cnn1d")
+    with pytest.raises(ValueError, match=r"RunSpec.arch 'cnn1d' cannot read"):
+        RunSpec.from_dict({**spec.to_dict(), "arch": "cnn1d"})
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_a_dataset_no_network_reads_is_refused_by_the_spec_making_functions(registry_copy, runs):
+    pdata.register_dataset("wide", _vectors, num_classes=3, shape=(64,))
+    for make in (
+        lambda: recipes.lt_spec("CE", profile="smoke", dataset="wide"),
+        lambda: recipes.noisy_spec("CE", 0.4, profile="smoke", dataset="wide"),
+        lambda: plan.experiment("06", "smoke", datasets=("wide",)),
+    ):
+        with pytest.raises(ValueError, match=r"network reads dataset 'wide' \(samples \[N, 64\]\)"):
+            make()
+    assert not runs.exists()
+
+
+def test_a_network_is_chosen_for_every_dataset_by_the_input_it_reads(registry_copy):
+    assert recipes.network_for("long_tailed", "cifar100") == "resnet32"
+    assert recipes.network_for("noisy", "cifar100") == "resnet34"
+    pdata.register_dataset("signals", _vectors, num_classes=3, shape=(40,))
+    assert recipes.network_for("long_tailed", "signals") == "cnn1d"
+    pdata.register_dataset("rgb", _vectors, num_classes=3, shape=(3, 16, 16))
+    assert recipes.network_for("long_tailed", "rgb") == "resnet32"
+
+
+# --------------------------------------------------------------------------- the notebooks' runs
+
+
+@pytest.mark.parametrize("profile", ["smoke", "quick", "full"])
+@pytest.mark.parametrize("number", ["06", "07", "08"])
+def test_naming_the_profiles_datasets_changes_nothing(number, profile):
+    default = plan.experiment_specs(number, profile)
+    (dataset,) = {s.dataset for s in default}
+    named = plan.experiment_specs(number, profile, datasets=(dataset,))
+    assert [s.key() for s in named] == [s.key() for s in default]
+
+
+def test_digits_lt_runs_everywhere_in_06_its_replication_included():
+    groups = plan.experiment("06", "full", datasets=("digits",))
+    assert set(groups) >= {"grid", "replication"}
+    specs = [s for group in groups.values() for s in group]
+    assert {(s.dataset, s.arch) for s in specs} == {("digits", "cnn_digits")}
+    noisy = plan.experiment("07", "smoke", datasets=("digits",))
+    assert {s.dataset for group in noisy.values() for s in group} == {"digits"}
+
+
+def test_plan_takes_the_datasets_of_06_07_08(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    assert cli.main(["plan", "--profile", "smoke", "--datasets", "digits"]) == 0
+    out = capsys.readouterr().out
+    rows = plan.plan(list(plan.EXPERIMENTS), "smoke", ("digits",))
+    assert f"{len(rows)} run(s) (smoke)" in out
+    by_notebook = {
+        n: {r["spec"].dataset for r in rows if n in r["notebooks"]} for n in plan.EXPERIMENTS
+    }
+    assert by_notebook["06"] == by_notebook["07"] == by_notebook["08"] == {"digits"}
+    assert by_notebook["00"] == by_notebook["03"] == {"mnist1d"}  # no DATASETS parameter
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["plan", "--profile", "smoke", "--datasets", "cifar11"])
+    assert stopped.value.code == 2
+    assert "palviz plan: datasets must be" in capsys.readouterr().err
+
+
+def test_plan_lists_a_users_dataset_named_by_the_environment(
+    user_module, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv(pdata.DATASET_MODULES_ENV, user_module)
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    assert cli.main(["plan", "--profile", "smoke", "--only", "06", "--datasets", "blobs"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if " blobs " in ln]
+    assert lines and all(" cnn1d " in ln for ln in lines)
+
+
+def test_notebook_06_trains_a_users_dataset_named_by_its_parameters(
+    user_module, tmp_path, monkeypatch
+):
+    runs = smoke_environment(tmp_path, monkeypatch)
+    parameters = {"DATASET_MODULES": [user_module], "DATASETS": ["blobs"]}
+    execute("06", tmp_path / "06.ipynb", parameters)
+    pdata.import_dataset_modules((user_module,))  # as the kernel did: blobs is registered here too
+    specs = plan.experiment_specs("06", "smoke", datasets=("blobs",))
+    assert specs and {(s.dataset, s.arch) for s in specs} == {("blobs", "cnn1d")}
+    for spec in trained(runs, specs):
+        assert spec["dataset"] == "blobs"
+    (results,) = (tmp_path / "figures").rglob("06_*results.md")
+    assert "Blobs-40-LT, rho = 100" in results.read_text()
