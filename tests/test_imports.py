@@ -239,7 +239,7 @@ SIZE_EXEMPT = {"palviz.course"}
 MAX_MODULE_LINES = 600
 #: Modules still over the limit, each at most its length today: the list only shrinks.
 STILL_LONG = {
-    "palviz.cli": 1187,
+    "palviz.cli": 1181,
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from palviz.experiments import methods, plan, recipes
+from palviz.experiments import departures, methods, plan, recipes
 from palviz.losses import LOSSES, make_loss, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def test_write_docs_rewrites_the_reference_and_the_departures_page(tmp_path, mon
     docs.mkdir()
     for name in ("reference.md", "departures.md"):
         (docs / name).write_text((ROOT / "docs" / name).read_text())
-    start, end = recipes._DEPARTURES_MARKERS
+    start, end = departures.DEPARTURES_MARKERS
     page = docs / "departures.md"
     fresh = page.read_text()
     page.write_text(fresh.replace(fresh[fresh.index(start) : fresh.index(end)], f"{start}\nold\n"))

@@ -431,7 +431,7 @@ def test_the_departures_table_lists_every_declared_departure_with_its_section():
 
 def test_write_departures_rewrites_a_stale_block(tmp_path):
     (tmp_path / "docs").mkdir()
-    start, end = departures._DEPARTURES_MARKERS
+    start, end = departures.DEPARTURES_MARKERS
     text = f"## 1. One\n\n## 2. Losses\n\n## 5. Five\n\n## 6. Six\n\n{start}\nold\n{end}\n"
     for section in ("2.1", "2.2", "3", "4", "6.1", "6.2"):
         text += f"\n### {section} Part\n"

@@ -138,7 +138,7 @@ DEPARTURES: tuple[Departure, ...] = (
 )
 
 
-_DEPARTURES_MARKERS = (
+DEPARTURES_MARKERS = (
     "<!-- departures (palviz.experiments.recipes.DEPARTURES; palviz methods --write-docs) -->",
     "<!-- end departures -->",
 )
@@ -173,7 +173,7 @@ def write_departures(root: str | os.PathLike | None = None, *, check: bool = Fal
     root = Path(project_root() if root is None else root)
     reference = root / "docs" / "reference.md"
     reference_text = reference.read_text()
-    start, end = _DEPARTURES_MARKERS
+    start, end = DEPARTURES_MARKERS
     pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
     current = True
     for path, link in ((reference, ""), (root / "docs" / "departures.md", "reference.md")):
