@@ -10,7 +10,8 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
 - :mod:`palviz.data`     the datasets, long-tailed subsets, label noise, a device-resident
   batch loader
-- :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``
+- :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``;
+  :mod:`palviz.evaluation` the evaluation pass, the device and the precision it runs in
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach, the
   layer-peeled model

@@ -8,7 +8,8 @@ subject modules it teaches. Its modules:
   :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
-  local process pools (GPU slots), submitit or Dask; :mod:`~palviz.experiments.workers` what a
+  local process pools (GPU slots), submitit or Dask (:mod:`~palviz.experiments.slurm`: what a
+  Slurm partition offers); :mod:`~palviz.experiments.workers` what a
   local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
@@ -20,8 +21,10 @@ subject modules it teaches. Its modules:
 - :mod:`~palviz.experiments.params` each notebook's parameters, checked once
   (:func:`check_parameters`; the schemas in :mod:`~palviz.experiments.schemas`)
 - :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it
-- :mod:`~palviz.experiments.claims` each paper claim read against paired seeds
-- :mod:`~palviz.experiments.pack` cached runs as one checked archive
+- :mod:`~palviz.experiments.claims` each paper claim, quoted, and the runs it reads;
+  :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
+- :mod:`~palviz.experiments.pack` cached runs as one checked archive;
+  :mod:`~palviz.experiments.unpack` its format, and reading one back
 - :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
   ``docs/results/``
