@@ -40,6 +40,7 @@ from typing import Any
 #: parameter checks a notebook runs first, what a worker process does first), imports no torch.
 HOMES: dict[str, tuple[str, ...]] = {
     "budget": (
+        "PAPER_LR_WD_INTEGRAL",
         "PAPER_STEPS",
         "paper_steps_for",
         "plot_budget",
@@ -80,7 +81,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "DATASET_NAMES",
         "LT_METHODS",
         "NOISE_METHODS",
-        "PAPER_LR_WD_INTEGRAL",
         "PUBLISHED_LT_ACCURACY",
         "expand_schedule",
         "long_tailed_setup",

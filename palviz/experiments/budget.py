@@ -36,6 +36,7 @@ from palviz.experiments.runcache import RunResult, RunSpec
 
 __all__ = [
     "PAPER_BUDGETS",
+    "PAPER_LR_WD_INTEGRAL",
     "PAPER_STEPS",
     "PaperBudget",
     "paper_steps_for",
@@ -135,6 +136,18 @@ for _rho in (100, 10):
 #: 19,400 (200 x 97) for CIFAR-10-LT at rho = 100, 23,450 (50 x 469) for noisy MNIST and
 #: 46,920 (120 x 391) for noisy CIFAR-10 (often quoted rounded, as 23,400 and 46,900).
 PAPER_STEPS: dict[str, int] = {name: budget.steps for name, budget in PAPER_BUDGETS.items()}
+
+
+def _paper_lr_wd_integral() -> float:
+    # the paper profile's long-tailed schedule (LDAM-DRW's) over CIFAR-10-LT at rho = 100
+    from palviz.experiments.recipes import long_tailed_setup
+    from palviz.train import TrainConfig, learning_rate
+
+    config = TrainConfig(**long_tailed_setup("paper")["train"])
+    paper = PAPER_BUDGETS["cifar10_lt_rho100"]
+    rates = [{"lr": learning_rate(config, e)} for e in range(config.epochs)]
+    return weight_decay_integral(rates, paper.steps // paper.epochs, config.weight_decay)
+
 
 #: The published dataset an embedded one stands in for: MNIST-1D plays CIFAR-10 in the
 #: long-tailed notebook and MNIST in the noisy-label one (as the notebooks say).
@@ -385,3 +398,10 @@ def plot_budget(
     if title:
         ax.set_title(title)
     return ax
+
+
+#: The sum over SGD steps of lr x weight decay in LDAM-DRW's CIFAR-10-LT run (ResNet-32, 200
+#: epochs of 97 steps, lr 0.1 with a 5-epoch warm-up, x0.01 at epoch 160 and x0.0001 at 180,
+#: wd 2e-4), computed from the paper profile's schedule: how far weight decay alone has pulled
+#: the weights in the published regime (about 0.307).
+PAPER_LR_WD_INTEGRAL: float = _paper_lr_wd_integral()

@@ -23,7 +23,6 @@ __all__ = [
     "LONG_TAILED_PROFILES",
     "NETWORKS",
     "NOISY_PROFILES",
-    "PAPER_LR_WD_INTEGRAL",
     "PAPER_PRECISION",
     "PUBLISHED_LT_ACCURACY",
 ]
@@ -49,11 +48,6 @@ NETWORKS: dict[str, dict[str, str]] = {
         "cifar100": "resnet34",
     },
 }
-
-#: The sum over SGD steps of lr x weight decay in LDAM-DRW's CIFAR-10-LT run (ResNet-32,
-#: 200 epochs of 97 steps, lr 0.1 with warm-up, x0.01 at epoch 160, wd 2e-4): how far weight
-#: decay has pulled the weights in the published regime (palviz.experiments.budget computes it).
-PAPER_LR_WD_INTEGRAL = 0.31
 
 #: The precision of every ``paper`` run: float32, because both reference codes train in it
 #: (LDAM-DRW's ``cifar_train.py`` and APL's ``trainer.py`` use no autocast). bfloat16 or

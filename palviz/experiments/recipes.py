@@ -34,7 +34,6 @@ from palviz.experiments.profiles import (
     LONG_TAILED_PROFILES,
     NETWORKS,
     NOISY_PROFILES,
-    PAPER_LR_WD_INTEGRAL,
     PAPER_PRECISION,
     PUBLISHED_LT_ACCURACY,
 )
@@ -64,7 +63,6 @@ __all__ = [
     "NOISE_METHODS",
     "NOISY_PROFILES",
     "ORIENTATIONS",
-    "PAPER_LR_WD_INTEGRAL",
     "PAPER_PRECISION",
     "PUBLISHED_LT_ACCURACY",
     "TASKS",
