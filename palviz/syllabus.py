@@ -7,7 +7,7 @@ goals are not kept here: they are each notebook's "What you will learn" block, w
 :func:`palviz.course.lessons` reads from the notebook itself.
 
 Measured run times are never typed either. They come only from a timing record that
-``palviz figures`` wrote (:func:`palviz.cli.timings_record`): ``figures_dir(profile)/
+``palviz figures`` wrote (:func:`palviz.cli.figures.timings_record`): ``figures_dir(profile)/
 timings.json`` if it exists, else the committed copy ``docs/results/<profile>/timings.json``
 (:func:`timing_record`). A lesson the record does not time is "not measured".
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from palviz import cli
+from palviz.cli import figures as cli_figures
 
 
 def _paths(n):
@@ -18,15 +19,15 @@ def _paths(n):
 
 
 def test_figure_jobs_defaults_to_two_and_never_exceeds_the_notebooks(monkeypatch):
-    monkeypatch.setattr(cli.os, "cpu_count", lambda: 8)
-    assert cli.figure_jobs(None, 9) == 2
-    assert cli.figure_jobs(None, 1) == 1
-    assert cli.figure_jobs(4, 9) == 4
-    monkeypatch.setattr(cli.os, "cpu_count", lambda: 1)
-    assert cli.figure_jobs(None, 9) == 1
+    monkeypatch.setattr(cli_figures.os, "cpu_count", lambda: 8)
+    assert cli_figures.figure_jobs(None, 9) == 2
+    assert cli_figures.figure_jobs(None, 1) == 1
+    assert cli_figures.figure_jobs(4, 9) == 4
+    monkeypatch.setattr(cli_figures.os, "cpu_count", lambda: 1)
+    assert cli_figures.figure_jobs(None, 9) == 1
     for bad in (0, -1, 1.5, True):
         with pytest.raises(SystemExit, match=rf"--jobs must be a positive integer, got {bad!r}"):
-            cli.figure_jobs(bad, 9)
+            cli_figures.figure_jobs(bad, 9)
 
 
 def test_run_notebooks_runs_two_kernels_at_once_in_the_notebooks_order(monkeypatch):
@@ -52,8 +53,8 @@ def test_run_notebooks_runs_two_kernels_at_once_in_the_notebooks_order(monkeypat
             running[0] -= 1
         return float(path.stem[:2])
 
-    monkeypatch.setattr(cli, "execute_notebook", fake)
-    times = cli.run_notebooks(_paths(5), "smoke", Path("/out"), jobs=2)
+    monkeypatch.setattr(cli_figures, "execute_notebook", fake)
+    times = cli_figures.run_notebooks(_paths(5), "smoke", Path("/out"), jobs=2)
     assert list(times) == [f"{i:02d}_lesson" for i in range(5)]
     assert list(times.values()) == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert started[:2] == ["00_lesson", "01_lesson"] or started[:2] == ["01_lesson", "00_lesson"]
@@ -69,15 +70,15 @@ def test_run_notebooks_raises_the_first_error_and_starts_no_more(monkeypatch):
             raise RuntimeError("cell 3 failed in 01")
         return 1.0
 
-    monkeypatch.setattr(cli, "execute_notebook", fake)
+    monkeypatch.setattr(cli_figures, "execute_notebook", fake)
     with pytest.raises(RuntimeError, match="cell 3 failed in 01"):
-        cli.run_notebooks(_paths(6), "smoke", Path("/out"), jobs=1)
+        cli_figures.run_notebooks(_paths(6), "smoke", Path("/out"), jobs=1)
     assert started == ["00_lesson", "01_lesson"]
 
 
 def test_figures_command_rejects_bad_jobs_before_running_anything(monkeypatch, tmp_path):
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
-    monkeypatch.setattr(cli, "execute_notebook", lambda *a: pytest.fail("ran a notebook"))
+    monkeypatch.setattr(cli_figures, "execute_notebook", lambda *a: pytest.fail("ran a notebook"))
     with pytest.raises(SystemExit, match="--jobs must be a positive integer, got 0"):
         cli.main(["figures", "--profile", "smoke", "--only", "00", "--jobs", "0"])
 
@@ -95,13 +96,13 @@ def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(mo
     monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
     monkeypatch.setattr(cluster, "run_many", lambda specs, desc: trained.append(specs))
     paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]
-    assert cli.train_missing(paths, "quick") >= 0
+    assert cli_figures.train_missing(paths, "quick") >= 0
     assert asked == [["06", "07", "08"]]  # 01 trains nothing
     assert trained == [["spec-a", "spec-c"]]
 
     monkeypatch.setattr(runcache, "is_cached", lambda spec: True)
     trained.clear()
-    assert cli.train_missing(paths, "quick") == 0.0
+    assert cli_figures.train_missing(paths, "quick") == 0.0
     assert trained == []
 
 
@@ -109,9 +110,11 @@ def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch,
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     events = []
-    monkeypatch.setattr(cli, "train_missing", lambda sel, prof: events.append("train") or 1.0)
     monkeypatch.setattr(
-        cli, "execute_notebook", lambda path, prof, out: events.append(path.stem[:2]) or 0.1
+        cli_figures, "train_missing", lambda sel, prof: events.append("train") or 1.0
+    )
+    monkeypatch.setattr(
+        cli_figures, "execute_notebook", lambda path, prof, out: events.append(path.stem[:2]) or 0.1
     )
     assert cli.main(["figures", "--profile", "smoke", "--only", "06", "00", "--jobs", "1"]) == 0
     assert events == ["train", "00", "06"]
@@ -137,7 +140,7 @@ def test_kernels_started_at_once_talk_over_their_own_sockets_and_are_shut_down(t
         nbformat.write(nb, path)
     out = tmp_path / "out"
     with ThreadPoolExecutor(len(paths)) as pool:
-        list(pool.map(lambda p: cli.execute_notebook(p, "smoke", out, timeout=120), paths))
+        list(pool.map(lambda p: cli_figures.execute_notebook(p, "smoke", out, timeout=120), paths))
     infos = []
     for path in paths:
         executed = nbformat.read(out / path.name, as_version=4)

@@ -9,6 +9,7 @@ import pytest
 
 from palviz import cli
 from palviz import experiments as ex
+from palviz.cli import sweep as cli_sweep
 from palviz.experiments import plan, recipes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def test_plan_command_lists_and_writes_the_paper_grid_without_data(tmp_path, mon
     setup = recipes.long_tailed_setup("paper")
     n = 2 * 2 * (len(setup["methods"]) + len(setup["pal_methods"]))
     assert f"{n} run(s) (paper): 0 cached, {n} missing" in text
-    specs = cli.read_specs(out)
+    specs = cli_sweep.read_specs(out)
     assert len(specs) == n and {s.dataset for s in specs} == {"cifar10", "cifar100"}
     assert [s.key() for s in specs] == [s.key() for s in plan.planned_specs("06", "paper")]
     assert not (tmp_path / "no-data").exists()

@@ -19,6 +19,8 @@ from cluster_support import require_engine
 from palviz import cli
 from palviz import experiments as ex
 from palviz import train as ptrain
+from palviz.cli import figures as cli_figures
+from palviz.cli import sweep as cli_sweep
 from palviz.experiments import cluster
 from palviz.experiments import slurm as pslurm
 
@@ -290,7 +292,9 @@ def test_plan_lists_the_same_keys_from_any_folder(tmp_path, monkeypatch, capsys)
     monkeypatch.delenv("PALVIZ_ROOT", raising=False)
     monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
     monkeypatch.chdir(ROOT)
-    at_root = [r["key"] for r in cli.planned_runs(cli.notebooks(["07", "08"]), "smoke")]
+    at_root = [
+        r["key"] for r in cli_sweep.planned_runs(cli_figures.notebooks(["07", "08"]), "smoke")
+    ]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)

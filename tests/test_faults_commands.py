@@ -27,6 +27,7 @@ from cluster_support import require_engine
 
 from palviz import cli
 from palviz import experiments as ex
+from palviz.cli import figures as cli_figures
 from palviz.experiments import plan, recipes
 from palviz.experiments.cachedir import check_runs
 from palviz.experiments.locks import RunLock
@@ -132,9 +133,11 @@ def test_plan_counts_the_runs_of_the_profile_palviz_profile_names(folders, monke
 
 def test_figures_trains_and_renders_the_profile_palviz_profile_names(folders, monkeypatch):
     seen = []
-    monkeypatch.setattr(cli, "train_missing", lambda sel, profile: seen.append(profile) or 0.0)
     monkeypatch.setattr(
-        cli, "execute_notebook", lambda path, profile, out: seen.append(profile) or 0.1
+        cli_figures, "train_missing", lambda sel, profile: seen.append(profile) or 0.0
+    )
+    monkeypatch.setattr(
+        cli_figures, "execute_notebook", lambda path, profile, out: seen.append(profile) or 0.1
     )
     monkeypatch.setenv("PALVIZ_PROFILE", "smoke")
     assert cli.main(["figures", "--only", "01", "--jobs", "1"]) == 0
@@ -229,8 +232,8 @@ def test_paper_figures_refuses_up_front_for_every_notebook_that_trains(
     def started(*args):
         pytest.fail("training or a notebook started")
 
-    monkeypatch.setattr(cli, "train_missing", started)
-    monkeypatch.setattr(cli, "execute_notebook", started)
+    monkeypatch.setattr(cli_figures, "train_missing", started)
+    monkeypatch.setattr(cli_figures, "execute_notebook", started)
     assert cli.main(["figures", "--profile", "paper", "--only", number]) == 2
     err = capsys.readouterr().err
     datasets = sorted({s.dataset for s in plan.planned_specs(number, "paper")})
@@ -245,7 +248,7 @@ def test_paper_figures_refuses_a_damaged_dataset_up_front_naming_the_file(
 ):
     from test_paper_profile import write_cifar10
 
-    monkeypatch.setattr(cli, "train_missing", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(cli_figures, "train_missing", lambda *a: pytest.fail("training started"))
     write_cifar10(folders / "data")
     batch = folders / "data" / "cifar-10-batches-py" / "test_batch"
     batch.write_bytes(batch.read_bytes()[:100])  # truncated

@@ -24,6 +24,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from palviz import cli, course, files, plots
 from palviz import experiments as ex
+from palviz.cli import figures as cli_figures
 from palviz.data import stratified_subset
 from palviz.experiments import runcache
 from palviz.files import DiskFullError, ReadOnlyError, StorageError
@@ -167,7 +168,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     before = {name: (tmp_path / name).read_bytes() for name in kept if "mathjax" not in name}
 
     with pytest.raises(course.NotebookFailed) as caught:
-        cli.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
+        cli_figures.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
     message = one_line(str(caught.value))
     assert "07_lesson failed: ValueError: cell 3 broke;" in message
     assert f"the last good page {out / '07_lesson.html'} is kept" in message
@@ -185,7 +186,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     assert "<code>palviz figures --profile smoke --only 07</code>" in section
     assert '<a href="07_lesson.failed.html">' in section
 
-    cli.execute_notebook(lesson(tmp_path, 3, fail=False), "smoke", out, timeout=120)
+    cli_figures.execute_notebook(lesson(tmp_path, 3, fail=False), "smoke", out, timeout=120)
     assert (shared / "07_lesson_line.png").read_text() == "figure 3"
     assert (shared / "07_lesson_results.md").read_text() == "table 3"
     claims = read_claims("smoke")
@@ -225,13 +226,15 @@ def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)
-    monkeypatch.setattr(cli, "train_missing", lambda selected, profile: cli.TrainingTime(0, 0, 0))
+    monkeypatch.setattr(
+        cli_figures, "train_missing", lambda selected, profile: cli_figures.TrainingTime(0, 0, 0)
+    )
 
     def fails(path, profile, out_dir):
         failure = course.write_failure(new_notebook(), out_dir, path.stem, "OSError: x", profile)
         raise course.NotebookFailed(path.stem, failure, out_dir)
 
-    monkeypatch.setattr(cli, "execute_notebook", fails)
+    monkeypatch.setattr(cli_figures, "execute_notebook", fails)
     assert cli.main(["figures", "--profile", "smoke", "--only", "02"]) == 1
     err = capsys.readouterr().err
     assert "02_minority_collapse failed: OSError: x" in err

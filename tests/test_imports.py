@@ -238,9 +238,7 @@ UPPER_LAYERS = {
 SIZE_EXEMPT = {"palviz.course"}
 MAX_MODULE_LINES = 600
 #: Modules still over the limit, each at most its length today: the list only shrinks.
-STILL_LONG = {
-    "palviz.cli": 1181,
-}
+STILL_LONG: dict[str, int] = {}
 
 
 def layer_of(module: str) -> str:

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from palviz import cli
+from palviz.cli import figures as cli_figures
+from palviz.cli import sweep as cli_sweep
 from palviz.experiments import pack, unpack
 from palviz.experiments.cachedir import entry_problem
 from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, read_cached, run
@@ -29,7 +31,7 @@ def teacher(tmp_path_factory):
         mp.setenv("PALVIZ_RUNS", str(folder))
         mp.setenv("PALVIZ_ROOT", str(ROOT))
         mp.delenv("PALVIZ_TOY", raising=False)
-        rows = cli.planned_runs(cli.notebooks(["06"]), "smoke")
+        rows = cli_sweep.planned_runs(cli_figures.notebooks(["06"]), "smoke")
         assert len(rows) > 2
         results = [run(row["spec"]) for row in rows[:2]]
         rng = np.random.default_rng(0)
@@ -177,7 +179,7 @@ def test_the_manifest_names_versions_runs_files_and_the_missing_runs(teacher, ar
         for f in r["files"]:
             assert f["size"] == (teacher / f["path"]).stat().st_size
             assert f["sha256"] == unpack.sha256_of(teacher / f["path"])
-    planned = cli.planned_runs(cli.notebooks(["06"]), "smoke")
+    planned = cli_sweep.planned_runs(cli_figures.notebooks(["06"]), "smoke")
     missing = sorted(r["key"] for r in planned if r["key"] not in keys)
     assert missing and sorted(m["key"] for m in manifest["missing"]) == missing
 
@@ -186,7 +188,7 @@ def test_pack_warns_of_planned_runs_it_lacks(teacher, tmp_path, monkeypatch, cap
     monkeypatch.setenv("PALVIZ_ROOT", str(ROOT))
     assert pack_cli(monkeypatch, teacher, tmp_path / "a.tar.gz") == 0
     captured = capsys.readouterr()
-    planned = cli.planned_runs(cli.notebooks(["06"]), "smoke")
+    planned = cli_sweep.planned_runs(cli_figures.notebooks(["06"]), "smoke")
     assert f"warning: {len(planned) - 2} planned run(s)" in captured.err
     assert "packed 2 run(s) of profile 'smoke'" in captured.out
 

@@ -8,6 +8,7 @@ import pytest
 
 from palviz import cli
 from palviz import experiments as ex
+from palviz.cli import figures as cli_figures
 
 
 def write_cifar10(root, per_class_train=30, per_class_test=10, seed=0):
@@ -92,5 +93,5 @@ def test_runs_command_reports_an_empty_cache(paper_env, capsys):
 
 def test_figures_only_refuses_an_unknown_notebook_number():
     with pytest.raises(SystemExit, match="no notebook numbered"):
-        cli.notebooks(["99"])
-    assert [p.name[:2] for p in cli.notebooks(["0"])] == ["00"]
+        cli_figures.notebooks(["99"])
+    assert [p.name[:2] for p in cli_figures.notebooks(["0"])] == ["00"]

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from palviz import cli
+from palviz.cli import figures as cli_figures
 from palviz.experiments import report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -371,8 +372,8 @@ def _fake_figures(monkeypatch, tmp_path, training, times):
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)
     monkeypatch.setattr(course, "write_index", lambda out_dir, profile: tmp_path / "index.html")
-    monkeypatch.setattr(cli, "train_missing", lambda selected, profile: training)
-    monkeypatch.setattr(cli, "run_notebooks", times)
+    monkeypatch.setattr(cli_figures, "train_missing", lambda selected, profile: training)
+    monkeypatch.setattr(cli_figures, "run_notebooks", times)
 
 
 def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
@@ -382,7 +383,7 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
         seen["jobs"] = jobs
         return {p.stem: 1.25 * (i + 1) for i, p in enumerate(selected)}
 
-    _fake_figures(monkeypatch, tmp_path, cli.TrainingTime(12.34, 3, 10), run)
+    _fake_figures(monkeypatch, tmp_path, cli_figures.TrainingTime(12.34, 3, 10), run)
     assert cli.main(["figures", "--profile", "smoke", "--only", "6", "00", "--jobs", "1"]) == 0
     folder = tmp_path / "figures" / "smoke"
     assert sorted(p.name for p in folder.iterdir()) == ["timings.json"]  # no temp file left
@@ -395,13 +396,15 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     assert list(record["notebook_seconds"]) == ["00_tour", "06_long_tailed"]
     assert record["jobs"] == seen["jobs"] == 1
     assert record["total_seconds"] >= 0 and record["cpu_count"] == os.cpu_count()
-    assert record["device"] == cli.device_name() and record["torch_version"]
+    assert record["device"] == cli_figures.device_name() and record["torch_version"]
     assert record["date_utc"].endswith("Z")
     assert "warm" not in report.render_timings({**record, "profile": "smoke"})
 
 
 def test_a_warm_run_is_recorded_as_warm_and_a_failed_run_writes_no_record(monkeypatch, tmp_path):
-    _fake_figures(monkeypatch, tmp_path, cli.TrainingTime(0.0, 0, 10), lambda *a: {"00_tour": 1})
+    _fake_figures(
+        monkeypatch, tmp_path, cli_figures.TrainingTime(0.0, 0, 10), lambda *a: {"00_tour": 1}
+    )
     assert cli.main(["figures", "--profile", "smoke", "--only", "00"]) == 0
     path = tmp_path / "figures" / "smoke" / "timings.json"
     record = json.loads(path.read_text())
@@ -411,7 +414,7 @@ def test_a_warm_run_is_recorded_as_warm_and_a_failed_run_writes_no_record(monkey
     def failing(*args):
         raise RuntimeError("cell 3 failed")
 
-    monkeypatch.setattr(cli, "run_notebooks", failing)
+    monkeypatch.setattr(cli_figures, "run_notebooks", failing)
     with pytest.raises(RuntimeError, match="cell 3 failed"):
         cli.main(["figures", "--profile", "smoke", "--only", "00"])
     assert path.read_text() == before  # the last successful run's record stays
@@ -423,10 +426,10 @@ def test_train_missing_counts_what_it_trained_of_what_was_planned(monkeypatch):
 
     rows = [{"spec": "a", "cached": True, "notebooks": ["06"]}]
     rows.append({"spec": "b", "cached": False, "notebooks": ["06"]})
-    monkeypatch.setattr(cli, "planned_runs", lambda selected, profile: rows)
+    monkeypatch.setattr(cli_figures, "planned_runs", lambda selected, profile: rows)
     monkeypatch.setattr(cluster, "run_many", lambda specs, desc: None)
-    spent = cli.train_missing([Path("06_long_tailed.ipynb")], "quick")
+    spent = cli_figures.train_missing([Path("06_long_tailed.ipynb")], "quick")
     assert (spent.trained, spent.planned) == (1, 2) and spent >= 0
     rows[1]["cached"] = True
-    spent = cli.train_missing([Path("06_long_tailed.ipynb")], "quick")
+    spent = cli_figures.train_missing([Path("06_long_tailed.ipynb")], "quick")
     assert spent == 0.0 and (spent.trained, spent.planned) == (0, 2)

@@ -9,6 +9,7 @@ import pytest
 
 from palviz import cli
 from palviz import experiments as ex
+from palviz.cli import sweep as cli_sweep
 from palviz.experiments import runcache
 from palviz.experiments.runcache import RunSpec
 from palviz.train import TrainConfig
@@ -181,7 +182,7 @@ def test_palviz_train_names_the_file_and_line_of_a_bad_spec_before_training(
     assert f"{path}, line 3: " in err and expected in err, err
     assert nothing_under(runs)
     with pytest.raises(ValueError, match="line 3"):
-        cli.read_specs(path)
+        cli_sweep.read_specs(path)
 
 
 def test_palviz_train_of_a_missing_file_says_so(runs, tmp_path, capsys):

@@ -2,7 +2,7 @@
 
 ``palviz figures --profile P`` leaves its result files in ``figures_dir(P)``: the claims
 table ``claims.csv`` (notebooks 06 and 07, :mod:`palviz.experiments.claims`), the timing record
-``timings.json`` (:func:`palviz.cli.cmd_figures`) and the notebooks' result tables
+``timings.json`` (:func:`palviz.cli.figures.cmd_figures`) and the notebooks' result tables
 ``NN_<notebook>_results.md``. ``palviz report --profile P`` copies them into
 ``docs/results/P/`` (committed with the page), then rewrites the block of that profile in
 :data:`PAGE`, ``docs/results.md``, from those copies only, between the two marker lines

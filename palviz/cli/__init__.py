@@ -1,0 +1,478 @@
+"""The ``palviz`` command.
+
+::
+
+    palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
+    palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
+    palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
+                [--estimate FILE]
+    palviz train SPECFILE [--index I]
+    palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
+    palviz download {mnist,cifar10,cifar100} [...]
+    palviz gallery [--profile quick]
+    palviz report [--profile quick] [--check]
+
+A command with ``--profile`` reads ``$PALVIZ_PROFILE`` when it is not given (else ``quick``);
+an unknown profile, from either, stops it before any work (:func:`parse_args`).
+
+``figures`` trains the runs the notebooks will ask for that the cache lacks (one pool, before
+any notebook starts), then executes the notebooks, started in order and two at a time on a
+machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would. It leaves
+their figures in ``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb``
+and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (see
+:mod:`palviz.course`). Training results come from the run cache (``runs/``), so a second
+``figures`` only re-renders. Before anything starts it checks the downloaded datasets that the
+planned runs read (:func:`palviz.cli.figures.data_refusal`).
+
+``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,
+without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
+``--sbatch`` a script submitting them as one Slurm array; ``train`` trains one line of such a
+file into the cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains
+every missing run of a plan through a local pool, submitit (Slurm) or Dask (see
+docs/cluster.md).
+
+A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
+seconds per notebook, the machine). ``report`` copies the profile's result files
+(``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
+rewrites the measured block of that profile in docs/results.md from them
+(:mod:`palviz.experiments.report`); ``report --check`` only compares.
+
+Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
+processes and notebook kernels are ended, one line says how many of the runs asked for are
+cached, and the exit status is 130 (SIGINT) or 143 (SIGTERM), as a shell reports a command
+killed by that signal. Running the same command again resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from palviz.cli.figures import DOWNLOADABLE, cmd_download, cmd_figures, notebooks
+from palviz.cli.sweep import (
+    EXECUTORS,
+    SLURM_MINUTES,
+    cmd_plan,
+    cmd_sweep,
+    cmd_train,
+    planned_runs,
+)
+from palviz.files import (
+    PROFILES,
+    ProjectNotFound,
+    StorageError,
+    figures_dir,
+    project_root,
+    resolve_profile,
+)
+
+#: README gallery: (figure file stem, image name in docs/img)
+GALLERY = (
+    ("01_simplex_prototypes_tetrahedron", "simplex_tetrahedron.png"),
+    ("02_minority_collapse_cosine_vs_ratio", "minority_collapse.png"),
+    ("04_lipschitz_bounds_vs_s_lambda_vs_b", "lipschitz.png"),
+    ("05_margins_lmsce_ldam_elm_effective_margin", "elm_effective_margin.png"),
+    ("06_long_tailed_per_class_accuracy", "long_tailed_per_class.png"),
+    ("07_noisy_labels_accuracy_vs_s", "noisy_accuracy_vs_s.png"),
+    ("08_feature_geometry_umap", "umap.png"),
+)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from palviz.experiments import clear_runs, list_runs
+
+    if getattr(args, "action", None) in ("pack", "unpack"):
+        from palviz.experiments import pack
+
+        try:
+            if args.action == "unpack":
+                done = pack.unpack(args.file, force=args.force)
+            else:
+                selected = notebooks(args.only)
+                numbers = [p.name[:2] for p in selected]
+                rows = planned_runs(selected, args.profile)
+                target = args.output or pack.default_name(args.profile)
+                done = pack.pack(
+                    target,
+                    rows,
+                    profile=args.profile,
+                    notebooks=numbers,
+                    with_checkpoints=args.with_checkpoints,
+                )
+        except pack.PackError as err:
+            if args.action == "unpack":
+                print(
+                    f"palviz runs unpack: {args.file}: {err}; refused, nothing was written "
+                    "to the run cache",
+                    file=sys.stderr,
+                )
+            else:
+                print(f"palviz runs pack: {err}; no archive written", file=sys.stderr)
+            return 2
+        missing = done.manifest["missing"]
+        if missing:
+            shown = "\n".join(
+                f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
+                for m in missing[:20]
+            )
+            more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
+            print(
+                f"warning: {len(missing)} planned run(s) of profile "
+                f"{done.manifest['profile']!r} are not in the archive (not cached when it "
+                f"was packed); `palviz figures` would train them:\n{shown}{more}",
+                file=sys.stderr,
+            )
+        if args.action == "unpack":
+            print(
+                f"unpacked {args.file}: {len(done.added)} run(s) added, "
+                f"{len(done.identical)} already cached (identical), {len(done.replaced)} "
+                f"replaced; profile {done.manifest['profile']!r}"
+            )
+        else:
+            what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
+            print(
+                f"packed {len(done.runs)} run(s) of profile {args.profile!r} ({what}) into "
+                f"{done.path}, {done.bytes / 1e6:.1f} MB"
+            )
+        return 0
+    if args.check:
+        return cmd_check(args)
+    if args.clear:
+        n = clear_runs(args.keys or None)
+        print(f"deleted {n} cached run(s)")
+        return 0
+    rows = list_runs()
+    if not rows:
+        print("no cached runs")
+        return 0
+    print(f"{'key':16}  {'label':18} {'dataset':9} {'loss':10} {'head':8} {'ep':>4} {'acc':>6}  MB")
+    for r in rows:
+        acc = f"{100 * r['last_acc']:.1f}" if r["last_acc"] is not None else "(part)"
+        print(
+            f"{r['key']:16}  {r['label'][:18]:18} {r['dataset']:9} {r['loss'][:10]:10} "
+            f"{r['head']:8} {r['epochs'] or 0:>4} {acc:>6}  {r['bytes'] / 1e6:.1f}"
+        )
+    print(f"{len(rows)} run(s), {sum(r['bytes'] for r in rows) / 1e6:.1f} MB")
+    return 0
+
+
+NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from palviz.experiments.cachedir import check_runs
+
+    rows = check_runs(fix=args.fix)
+    if not rows:
+        print("no cached runs")
+        return 0
+    for r in rows:
+        if r["status"] != "ok":
+            problem = r["problem"] or ("" if r.get("resumable", True) else NOTHING_TO_RESUME)
+            where = f" -> moved to {r['moved_to']}" if "moved_to" in r else ""
+            where += " -> removed" if r.get("removed") else ""
+            print(f"{r['key']:16}  {r['label'][:18]:18} {r['status']:10} {problem}{where}")
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "broken")}
+    print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    empty = [r for r in rows if r.get("resumable") is False and not r.get("removed")]
+    if counts["broken"] and not args.fix:
+        print("move the broken entries aside (to runs/.broken/) with: palviz runs --check --fix")
+    if empty:
+        print(
+            f"{len(empty)} unfinished entr{'y' if len(empty) == 1 else 'ies'} "
+            f"{NOTHING_TO_RESUME}"
+            + (": being trained now" if args.fix else "; remove with: palviz runs --check --fix")
+        )
+    return 1 if counts["broken"] and not args.fix else 0
+
+
+def _slurm_extras(extra: list[str]) -> dict:
+    """``--slurm-KEY VALUE`` pairs (the options argparse does not know) as ``slurm_KEY``."""
+    out, i = {}, 0
+    while i < len(extra):
+        flag = extra[i]
+        if not flag.startswith("--slurm-") or i + 1 >= len(extra):
+            raise SystemExit(f"unknown option {flag!r} (pass Slurm options as --slurm-KEY VALUE)")
+        out["slurm_" + flag[len("--slurm-") :].replace("-", "_")] = extra[i + 1]
+        i += 2
+    return out
+
+
+def cmd_gallery(args: argparse.Namespace) -> int:
+    """Copy the README gallery figures into docs/img/, at most 900 px wide."""
+    from PIL import Image
+
+    source = figures_dir(args.profile)
+    target = project_root() / "docs" / "img"
+    missing = [stem for stem, _ in GALLERY if not (source / f"{stem}.png").exists()]
+    if missing:
+        print(f"missing figures (run `palviz figures` first): {missing}", file=sys.stderr)
+        return 2
+    target.mkdir(parents=True, exist_ok=True)
+    for stem, name in GALLERY:
+        with Image.open(source / f"{stem}.png") as image:
+            scale = min(1.0, 900 / image.width)
+            size = (round(image.width * scale), round(image.height * scale))
+            image.convert("RGB").resize(size, Image.LANCZOS).save(target / name, optimize=True)
+        print(f"docs/img/{name}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Copy the profile's result files into docs/results/<profile>/ and rewrite its block of
+    docs/results.md from them (for ``quick`` also the gallery); ``--check``: only compare."""
+    from palviz.experiments import report
+
+    try:
+        if args.check:
+            diff = report.check_page(args.profile)
+            if diff:
+                print(diff, end="")
+                print(
+                    f"docs/results.md's measured block of {args.profile} differs from what "
+                    f"docs/results/{args.profile}/ gives; rewrite it with: "
+                    f"palviz report --profile {args.profile}",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"docs/results.md's measured block of {args.profile} is up to date")
+            return 0
+        report.require_markers(args.profile)  # before anything is copied
+        copies = report.collect_results(args.profile)
+        source = figures_dir(args.profile)
+        if copies:
+            for path in copies:
+                print(f"{path.relative_to(project_root())}  (from {source})")
+        else:
+            print(
+                f"no result files in {source} (run `palviz figures --profile {args.profile}` "
+                f"first); writing the block from docs/results/{args.profile}/ as it is"
+            )
+        changed = report.write_page(args.profile)
+    except report.ReportError as err:
+        print(f"palviz report: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"docs/results.md: measured block of {args.profile}"
+        f" {'rewritten' if changed else 'unchanged'}"
+    )
+    if args.profile == "quick" and copies:
+        return cmd_gallery(args)
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    """Print the method tables of the loss registry, or write them (and the departures from
+    the reference code, :data:`palviz.experiments.recipes.DEPARTURES`) into docs/reference.md
+    and docs/departures.md."""
+    from palviz.experiments import methods, recipes
+
+    if args.write_docs:
+        path = project_root() / "docs" / "reference.md"
+        up_to_date = methods.write_method_tables(path, check=True)
+        methods.write_method_tables(path)
+        print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
+        current = recipes.write_departures(check=True)
+        recipes.write_departures()
+        state = "already up to date" if current else "rewritten"
+        print(f"departures: {state} in {path}, {path.with_name('departures.md')}")
+        return 0
+    for task in (args.task,) if args.task else methods.TASKS:
+        print(f"{task} methods (palviz.experiments.methods):\n")
+        print(methods.method_table(task))
+        print()
+    return 0
+
+
+def add_profile_option(parser: argparse.ArgumentParser) -> None:
+    """``--profile``, whose default is ``$PALVIZ_PROFILE`` (else ``quick``): :func:`parse_args`
+    resolves and checks it with :func:`palviz.files.resolve_profile`."""
+    parser.add_argument(
+        "--profile",
+        metavar="{" + ",".join(PROFILES) + "}",
+        help="the size of everything (default: $PALVIZ_PROFILE, else quick)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("figures", help="execute the notebooks and regenerate every figure")
+    add_profile_option(p)
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument(
+        "--download", action="store_true", help="fetch the datasets the runs read (paper)"
+    )
+    p.add_argument(
+        "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
+    )
+    p.set_defaults(func=cmd_figures)
+    p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")
+    p.add_argument("--clear", action="store_true")
+    p.add_argument("--keys", nargs="+", metavar="KEY", help="with --clear: only these runs")
+    p.add_argument("--check", action="store_true", help="verify every entry of the cache")
+    p.add_argument("--fix", action="store_true", help="with --check: move broken entries aside")
+    p.set_defaults(func=cmd_runs, action=None)
+    actions = p.add_subparsers(dest="action", metavar="{pack,unpack}")
+    a = actions.add_parser("pack", help="the profile's cached runs into one archive, to hand out")
+    add_profile_option(a)
+    a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
+    a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
+    a = actions.add_parser("unpack", help="verify an archive of `runs pack`, add it to the cache")
+    a.add_argument("file", metavar="FILE")
+    a.add_argument("--force", action="store_true", help="replace cached runs that differ")
+    p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
+    add_profile_option(p)
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
+    p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
+    p.add_argument(
+        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
+    )
+    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
+    p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
+    p.set_defaults(func=cmd_plan)
+    p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
+    p.add_argument("specfile")
+    p.add_argument("--index", type=int, help="only line I (0-based), e.g. $SLURM_ARRAY_TASK_ID")
+    p.set_defaults(func=cmd_train)
+    p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
+    add_profile_option(p)
+    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--workers", type=int, help="local: processes (default: 2 on a CPU)")
+    p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
+    p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
+    p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
+    p.add_argument(
+        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
+    )
+    p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
+    p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
+    p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
+    p.add_argument("--dask-scheduler", metavar="ADDRESS", help="e.g. tcp://host:8786")
+    p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
+    p.add_argument("--task", choices=("long_tailed", "noisy"))
+    p.add_argument("--write-docs", action="store_true", help="rewrite docs/reference.md's tables")
+    p.set_defaults(func=cmd_methods)
+    p = sub.add_parser("download", help="fetch datasets for the paper profile")
+    p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
+    p.set_defaults(func=cmd_download)
+    p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
+    add_profile_option(p)
+    p.set_defaults(func=cmd_gallery)
+    p = sub.add_parser("report", help="write docs/results.md's measured results from result files")
+    add_profile_option(p)
+    p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
+    p.set_defaults(func=cmd_report)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as a namespace, checked before any work: a command with a profile has
+    ``args.profile`` resolved (``--profile``, else ``$PALVIZ_PROFILE``, else ``quick``); an
+    unknown one exits with status 2 and one line naming where it came from, the value and the
+    profiles."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "sweep":
+        args.slurm_extra = _slurm_extras(extra) or None
+    elif extra:
+        parser.parse_args(argv)  # the usual error for an unknown option
+    if hasattr(args, "profile"):
+        try:
+            args.profile = resolve_profile(args.profile, name="--profile")
+        except ValueError as err:
+            command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+            parser.exit(2, f"palviz {command}: {err}\n")
+    return args
+
+
+#: The signals that stop a command (Ctrl-C and a polite kill, e.g. by a scheduler or timeout).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _session_children() -> list[int]:
+    """The children of this process that lead a session of their own: the notebook kernels
+    (jupyter_client starts each in a new session, so a terminal's Ctrl-C misses them). Read
+    from ``/proc``; none where there is no ``/proc``."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me and int(fields[3]) == int(entry.name):  # ppid, session
+            found.append(int(entry.name))
+    return found
+
+
+class _Stop:
+    """The signal that stopped a command (SIGINT unless one came) and how many came."""
+
+    signum: int = signal.SIGINT
+    count: int = 0
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """While a command runs in the main thread, SIGINT and SIGTERM raise
+    ``KeyboardInterrupt`` (so :func:`palviz.experiments.cluster.run_many` cancels its queue and
+    ends its workers) and are passed on to the process groups of the notebook kernels; a second one
+    kills those. Yields the :class:`_Stop` record."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, _frame):
+        stop.signum, stop.count = signum, stop.count + 1
+        for pid in _session_children():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signum if stop.count == 1 else signal.SIGKILL)
+        raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS}
+    try:
+        yield stop
+    finally:
+        for signum, old in previous.items():
+            if old is not None:
+                signal.signal(signum, old)
+
+
+def _stopped_line(command: str, err: KeyboardInterrupt, signum: int) -> str:
+    """The one line a stopped command prints: a stopped :func:`~palviz.experiments.cluster.run_many`
+    says how many runs are cached."""
+    cluster = sys.modules.get("palviz.experiments.cluster")  # not imported: nothing trained here
+    if cluster is not None and isinstance(err, cluster.RunsInterrupted):
+        return f"palviz {command}: {err}"
+    name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    return f"palviz {command}: interrupted ({name}); finished runs stay cached, run it again"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``palviz`` command; returns its exit status (128 + the signal's number when
+    SIGINT or SIGTERM stopped it, with one line and no traceback)."""
+    args = parse_args(argv)
+    with _stop_on_signals() as stop:
+        try:
+            return args.func(args)
+        except StorageError as err:  # a full or read-only disk: its one line says what to do
+            print(f"palviz {args.command}: {err}", file=sys.stderr)
+            return 1
+        except ProjectNotFound as err:
+            print(f"palviz {args.command}: {err}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as err:
+            print(_stopped_line(args.command, err, stop.signum), file=sys.stderr)
+            return 128 + stop.signum
