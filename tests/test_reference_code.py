@@ -29,7 +29,7 @@ from palviz import evaluation
 from palviz import train as ptrain
 from palviz.data import BatchIterator, rotate_images
 from palviz.data.batches import _epoch_generator
-from palviz.experiments import departures, recipes, runcache
+from palviz.experiments import departures, profiles, recipes, runcache
 from palviz.experiments.runcache import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
@@ -310,7 +310,7 @@ def test_fit_refuses_a_rotation_of_inputs_that_are_not_images():
 
 
 def test_every_paper_run_trains_in_float32_as_both_references_do():
-    assert recipes.PAPER_PRECISION == "fp32"
+    assert profiles.PAPER_PRECISION == "fp32"
     specs = recipes.lt_grid(profile="paper", methods=("CE", "LDAM-DRW"))
     specs += [
         recipes.noisy_spec("CE", 0.4, profile="paper", dataset=d)
@@ -407,7 +407,7 @@ def test_a_checkpoint_of_one_precision_does_not_resume_in_another(tmp_path):
 
 
 def test_reference_and_departures_pages_hold_the_declared_departures():
-    assert recipes.write_departures(ROOT, check=True), (
+    assert departures.write_departures(ROOT, check=True), (
         "docs/reference.md 9 or docs/departures.md's departures are stale: run "
         "`palviz methods --write-docs`"
     )
@@ -415,15 +415,15 @@ def test_reference_and_departures_pages_hold_the_declared_departures():
 
 def test_the_departures_table_lists_every_declared_departure_with_its_section():
     reference = (ROOT / "docs" / "reference.md").read_text()
-    table = recipes.departures_markdown(reference)
+    table = departures.departures_markdown(reference)
     rows = table.splitlines()[2:]
-    assert len(rows) == len(recipes.DEPARTURES)
-    for row, d in zip(rows, recipes.DEPARTURES, strict=True):
+    assert len(rows) == len(departures.DEPARTURES)
+    for row, d in zip(rows, departures.DEPARTURES, strict=True):
         assert (
             row.startswith(f"| {d.topic} |")
             and f"[{d.section}](#{d.section.replace('.', '')}" in row
         )
-    topics = {d.topic for d in recipes.DEPARTURES}
+    topics = {d.topic for d in departures.DEPARTURES}
     assert {"Precision", "Model selection", "Label noise"} <= topics
     with pytest.raises(ValueError, match="no section numbered '42'"):
         departures._section_anchor(reference, "42")
@@ -438,17 +438,17 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
     (tmp_path / "docs" / "reference.md").write_text(text)
     page = tmp_path / "docs" / "departures.md"
     page.write_text(f"intro\n{start}\n{end}\nrest\n")
-    assert not recipes.write_departures(tmp_path, check=True)
+    assert not departures.write_departures(tmp_path, check=True)
     assert "old" in (tmp_path / "docs" / "reference.md").read_text()  # check writes nothing
-    assert recipes.write_departures(tmp_path)
-    assert recipes.write_departures(tmp_path, check=True)
+    assert departures.write_departures(tmp_path)
+    assert departures.write_departures(tmp_path, check=True)
     text = page.read_text()
     assert text.startswith("intro\n") and text.endswith(f"{end}\nrest\n")
     assert "[docs/reference.md 6.2](reference.md#62-part)" in text  # a link beside reference.md
     assert not (tmp_path / "README.md").exists()
     page.write_text("no markers\n")
     with pytest.raises(ValueError, match="departures.md has no block"):
-        recipes.write_departures(tmp_path)
+        departures.write_departures(tmp_path)
 
 
 def test_the_train_module_keeps_one_list_of_precisions():

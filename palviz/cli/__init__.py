@@ -268,17 +268,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_methods(args: argparse.Namespace) -> int:
     """Print the method tables of the loss registry, or write them (and the departures from
-    the reference code, :data:`palviz.experiments.recipes.DEPARTURES`) into docs/reference.md
+    the reference code, :data:`palviz.experiments.departures.DEPARTURES`) into docs/reference.md
     and docs/departures.md."""
-    from palviz.experiments import methods, recipes
+    from palviz.experiments import departures, methods
 
     if args.write_docs:
         path = project_root() / "docs" / "reference.md"
         up_to_date = methods.write_method_tables(path, check=True)
         methods.write_method_tables(path)
         print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
-        current = recipes.write_departures(check=True)
-        recipes.write_departures()
+        current = departures.write_departures(check=True)
+        departures.write_departures()
         state = "already up to date" if current else "rewritten"
         print(f"departures: {state} in {path}, {path.with_name('departures.md')}")
         return 0

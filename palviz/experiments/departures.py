@@ -139,7 +139,7 @@ DEPARTURES: tuple[Departure, ...] = (
 
 
 DEPARTURES_MARKERS = (
-    "<!-- departures (palviz.experiments.recipes.DEPARTURES; palviz methods --write-docs) -->",
+    "<!-- departures (palviz.experiments.departures.DEPARTURES; palviz methods --write-docs) -->",
     "<!-- end departures -->",
 )
 

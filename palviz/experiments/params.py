@@ -65,7 +65,7 @@ _NOISE_KINDS = ("symmetric", "asymmetric")
 def choices(name: str) -> tuple:
     """The names of :data:`CHOICES` entry ``name`` (imports the registry on first use)."""
     from palviz.experiments import recipes
-    from palviz.experiments.methods import methods_of
+    from palviz.experiments.methods import ORIENTATIONS, methods_of
 
     if name == "long-tailed methods":
         return tuple(recipes.LT_METHODS)
@@ -77,7 +77,7 @@ def choices(name: str) -> tuple:
     if name == "noisy-label methods":
         return tuple(recipes.NOISE_METHODS)
     if name == "orientations":
-        return tuple(o for o in recipes.ORIENTATIONS if o != "random")
+        return tuple(o for o in ORIENTATIONS if o != "random")
     if name == "datasets":
         from palviz import data as pdata
 

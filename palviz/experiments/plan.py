@@ -37,7 +37,7 @@ from palviz.checks import (
     invalid,
 )
 from palviz.experiments import recipes
-from palviz.experiments.methods import methods_of
+from palviz.experiments.methods import ORIENTATIONS, methods_of
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
 
@@ -210,7 +210,7 @@ def long_tailed_groups(
         default_o = tuple(setup["orientations"])
         turned = default_o if "CE" in pal else ()
     else:
-        turned = check_choices("orientations", orientations, recipes.ORIENTATIONS[1:], min_len=0)
+        turned = check_choices("orientations", orientations, ORIENTATIONS[1:], min_len=0)
         if turned and "CE" not in pal:
             raise invalid("orientations", orientations, "empty unless 'CE' is among pal_methods")
     seeds_ = _seeds(seeds, setup["seeds"])

@@ -11,7 +11,7 @@ The ``*_setup``, ``*_spec`` and ``*_grid`` functions turn both into
 those instead of the profile's, each registered dataset (:func:`palviz.data.register_dataset`)
 with its network (:func:`network_for`) and the profile's schedule. Also the published numbers
 the tables stand beside, how tables name the datasets, and every departure from the reference
-code (:data:`DEPARTURES`, from :mod:`palviz.experiments.departures`).
+code (:data:`~palviz.experiments.departures.DEPARTURES`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,7 @@ from typing import Any
 from palviz import data as pdata
 from palviz.checks import check_choice, check_choices
 from palviz.experiments import methods as pmethods
-from palviz.experiments.departures import (
-    DEPARTURES,
-    Departure,
-    departures_markdown,
-    write_departures,
-)
-from palviz.experiments.methods import ORIENTATIONS, dataset_family
+from palviz.experiments.methods import dataset_family
 from palviz.experiments.profiles import (
     LONG_TAILED_PROFILES,
     NETWORKS,
@@ -53,40 +47,6 @@ LT_METHODS: tuple[str, ...] = pmethods.long_tailed_methods()
 
 #: Every noisy-label method, ``+FNPAL`` and ``+FNPN`` variants included.
 NOISE_METHODS: tuple[str, ...] = pmethods.noisy_methods()
-
-__all__ = [
-    "DATASET_NAMES",
-    "DEPARTURES",
-    "LONG_TAILED_PROFILES",
-    "LT_METHODS",
-    "NETWORKS",
-    "NOISE_METHODS",
-    "NOISY_PROFILES",
-    "ORIENTATIONS",
-    "PAPER_PRECISION",
-    "PUBLISHED_LT_ACCURACY",
-    "TASKS",
-    "TRAIN_OVERRIDES",
-    "Departure",
-    "chosen_datasets",
-    "departures_markdown",
-    "expand_schedule",
-    "long_tailed_setup",
-    "lt_grid",
-    "lt_label_spec",
-    "lt_method",
-    "lt_spec",
-    "network_for",
-    "noise_method",
-    "noise_rates_problem",
-    "noisy_grid",
-    "noisy_setup",
-    "noisy_spec",
-    "published_lt_accuracy",
-    "scale_sweep",
-    "select_noise_rates",
-    "write_departures",
-]
 
 
 def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict:

@@ -22,7 +22,7 @@ CHOICES: dict[str, str] = {
         'palviz.experiments.methods.methods_of("long_tailed"): the methods and +PAL forms'
     ),
     "noisy-label methods": "palviz.experiments.recipes.NOISE_METHODS",
-    "orientations": '("axis", "block"), palviz.experiments.recipes.ORIENTATIONS without "random"',
+    "orientations": '("axis", "block"), palviz.experiments.methods.ORIENTATIONS without "random"',
     "datasets": (
         "palviz.data.DATASETS: the registered datasets, after importing DATASET_MODULES and "
         "$PALVIZ_DATASET_MODULES"

@@ -19,7 +19,8 @@ import pandas as pd
 
 from palviz import metrics as pmetrics
 from palviz.data import asymmetric_map
-from palviz.experiments.recipes import DATASET_NAMES, PUBLISHED_LT_ACCURACY, published_lt_accuracy
+from palviz.experiments.profiles import PUBLISHED_LT_ACCURACY
+from palviz.experiments.recipes import DATASET_NAMES, published_lt_accuracy
 from palviz.experiments.runcache import RunResult
 from palviz.files import resolve_profile
 from palviz.plots import format_accuracy
@@ -338,9 +339,8 @@ def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) ->
 
 
 def published_lt_markdown() -> str:
-    """The published CIFAR-LT numbers (:data:`~palviz.experiments.recipes.PUBLISHED_LT_ACCURACY`) as
-    a
-    markdown table."""
+    """The published CIFAR-LT numbers
+    (:data:`~palviz.experiments.profiles.PUBLISHED_LT_ACCURACY`) as a markdown table."""
     table = pd.DataFrame(
         [
             (f"{DATASET_NAMES[dataset]}-LT", str(rho), method, f"{100 * acc:.2f}")
