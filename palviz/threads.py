@@ -1,4 +1,5 @@
-"""One thread for torch while a block runs: :func:`single_thread`.
+"""One thread for torch while a block runs: :func:`single_thread`; the machine's one-thread
+matrix-multiply rate (:func:`matmul_rate`), stated beside every absolute time the project reports.
 
 The small matrix loops of :mod:`palviz.heads` and :mod:`palviz.theory` (``k x d`` prototypes,
 layer-peeled solutions) gain nothing from more threads: they only add synchronisation, and on
@@ -8,11 +9,12 @@ a busy machine oversubscription makes such a loop many times slower.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 
 import torch
 
-__all__ = ["single_thread"]
+__all__ = ["matmul_rate", "single_thread"]
 
 
 @contextlib.contextmanager
@@ -24,3 +26,18 @@ def single_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(n)
+
+
+def matmul_rate(n: int = 1024, repeats: int = 10) -> float:
+    """The one-thread float32 ``n x n`` matrix-multiply rate in GFLOP/s, best of ``repeats``
+    (``2 n^3`` operations per product): a measure of this machine's speed at this moment, so
+    that times measured on machines (or loads) that differ can be read as ratios."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    best = float("inf")
+    with single_thread():
+        a @ b  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9

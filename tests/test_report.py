@@ -388,7 +388,12 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     folder = tmp_path / "figures" / "smoke"
     assert sorted(p.name for p in folder.iterdir()) == ["timings.json"]  # no temp file left
     record = json.loads((folder / "timings.json").read_text())
-    assert set(record) == set(report.TIMING_KEYS)
+    assert set(record) == set(report.TIMING_KEYS) | {"matmul_gflops"}
+    before, after = record["matmul_gflops"]  # measured around the run, one thread
+    assert before > 0 and after > 0
+    assert f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it" in (
+        report.render_timings(record)
+    )
     assert record["profile"] == "smoke" and record["only"] == ["00", "06"]
     assert record["cold"] is True
     assert (record["runs_trained"], record["runs_planned"]) == (3, 10)
@@ -433,3 +438,13 @@ def test_train_missing_counts_what_it_trained_of_what_was_planned(monkeypatch):
     rows[1]["cached"] = True
     spent = cli_figures.train_missing([Path("06_long_tailed.ipynb")], "quick")
     assert spent == 0.0 and (spent.trained, spent.planned) == (0, 2)
+
+
+def test_matmul_rate_is_one_thread_and_restores_the_thread_count():
+    import torch
+
+    from palviz.threads import matmul_rate
+
+    threads = torch.get_num_threads()
+    rate = matmul_rate(n=128, repeats=3)
+    assert 0 < rate < 1e5 and torch.get_num_threads() == threads  # GFLOP/s of one core

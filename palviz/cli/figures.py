@@ -292,10 +292,13 @@ def timings_record(
     training: float,
     times: dict[str, float],
     total: float,
+    matmul: tuple[float, float] | None = None,
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
     (:mod:`palviz.experiments.report` renders it into docs/results.md). ``training`` is what
-    :func:`train_missing` returned; its run counts are ``None`` when it is a plain number."""
+    :func:`train_missing` returned; its run counts are ``None`` when it is a plain number.
+    ``matmul`` is the one-thread matmul rate (:func:`palviz.threads.matmul_rate`, GFLOP/s)
+    measured before the run and after it, so its times can be read against the machine's speed."""
     import datetime
 
     import torch
@@ -316,6 +319,7 @@ def timings_record(
         "torch_version": torch.__version__,
         "device": device_name(),
         "only": sorted(n.zfill(2) for n in only) if only else None,
+        "matmul_gflops": [round(r, 1) for r in matmul] if matmul else None,
     }
 
 
@@ -372,11 +376,13 @@ def cmd_figures(args: argparse.Namespace) -> int:
         print(refusal, file=sys.stderr)
         return 2
     from palviz.course import NotebookFailed, install_mathjax, write_index
+    from palviz.threads import matmul_rate
 
     jobs = figure_jobs(args.jobs, len(selected))
     out_dir = build_dir() / args.profile
     install_mathjax(out_dir)  # once, before the notebooks write their pages
     times: dict[str, float] = {}
+    rate_before = matmul_rate()
     total = time.perf_counter()
     failed: NotebookFailed | None = None
     try:
@@ -396,7 +402,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
     for name, seconds in times.items():
         print(f"{seconds:8.1f} s  {name}")
     print(f"{total:8.1f} s  total; figures in {figures_dir(args.profile)}")
-    record = timings_record(args.profile, args.only, jobs, training, times, total)
+    matmul = (rate_before, matmul_rate())
+    record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
     write_json(figures_dir(args.profile) / "timings.json", record)
     index = write_index(out_dir, args.profile)  # again: the syllabus shows this run's times
     print(f"executed notebooks (.ipynb, .html) in {out_dir}")

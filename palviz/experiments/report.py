@@ -216,6 +216,12 @@ def render_timings(record: dict[str, Any]) -> str:
         f"{_count(record['cpu_count'], 'CPU core', 'CPU cores')}, device `{record['device']}`, "
         f"torch {record['torch_version']}."
     )
+    if record.get("matmul_gflops"):  # older records have no rate
+        before, after = record["matmul_gflops"]
+        text += (
+            f" The machine's one-thread float32 matmul rate (`palviz.threads.matmul_rate`): "
+            f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it."
+        )
     if notebooks:
         each = ", ".join(f"`{name}` {float(s):.1f} s" for name, s in notebooks.items())
         text += f" Each notebook (it starts its own kernel and imports torch): {each}."
