@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from palviz.data import BatchIterator  # noqa: E402
 from palviz.losses import CrossEntropyLoss  # noqa: E402
 from palviz.models import make_model  # noqa: E402
+from palviz.threads import matmul_rate  # noqa: E402
 from palviz.train import TrainConfig, evaluate, fit  # noqa: E402
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
@@ -167,7 +168,8 @@ def main(argv: list[str] | None = None) -> None:
 
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; "
-        f"best of {repeats} alternated epochs (cnn1d: {4 * repeats}) after a warm-up epoch"
+        f"best of {repeats} alternated epochs (cnn1d: {4 * repeats}) after a warm-up epoch; "
+        f"one-thread matmul {matmul_rate():.1f} GFLOP/s"
     )
     common = {
         "lr": 0.1,

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from palviz.heads import simplex_prototypes
+from palviz.threads import matmul_rate
 
 
 def max_cosine_error(W: torch.Tensor) -> float:
@@ -37,7 +38,10 @@ def main() -> None:
     args = parser.parse_args()
     k, d = args.num_classes, args.dim
     threads = torch.get_num_threads()
-    print(f"simplex_prototypes({k}, {d}); torch {torch.__version__}, {threads} threads")
+    print(
+        f"simplex_prototypes({k}, {d}); torch {torch.__version__}, {threads} threads; "
+        f"one-thread matmul {matmul_rate():.1f} GFLOP/s"
+    )
     for method in ("optimize", "etf"):
         times = []
         for _ in range(args.repeats):
