@@ -58,11 +58,7 @@ def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict
     places the simplex (:data:`ORIENTATIONS`; only with PAL); a method with another
     orientation than the default is labelled e.g. ``"CE+PAL (axis)"``.
     """
-    if name not in LT_METHODS:
-        raise ValueError(f"method must be one of {LT_METHODS}, got {name!r}")
-    if not isinstance(pal, bool):
-        raise ValueError(f"pal must be True or False, got {pal!r}")
-    m = pmethods.method("long_tailed", name + ("+PAL" if pal else ""))
+    m = pmethods.method("long_tailed", name + ("+PAL" * bool(pal)))  # checks the name
     head, head_kw = m.head(orientation=orientation)
     return {
         "loss": m.loss,
