@@ -143,18 +143,6 @@ def test_select_runs_filters_and_orders_by_the_given_labels():
     assert len(ex.select_runs(results, seed=0)) == 3
 
 
-def test_stack_over_seeds_gives_a_row_per_run_and_turns_none_into_nan():
-    per_class = [0.5] * 9 + [None]
-    results = [fake_result("CE", 0, per_class=per_class), fake_result("CE", 1, last=0.7)]
-    results.append(fake_result("CE+PAL"))
-    stacked = ex.stack_over_seeds(results)
-    assert list(stacked) == ["CE", "CE+PAL"]
-    assert stacked["CE"].shape == (2, 10)
-    assert np.isnan(stacked["CE"][0, -1])
-    assert ex.stack_over_seeds(results, "feature_norms")["CE"][1, 3] == 3.0
-    assert ex.stack_over_seeds(results, "last_acc")["CE"].tolist() == [0.5, 0.7]
-
-
 def test_class_mean_features_are_the_means_of_each_class():
     rng = np.random.default_rng(0)
     z = rng.normal(size=(50, 4))

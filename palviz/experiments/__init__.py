@@ -122,7 +122,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "published_lt_markdown",
         "results_frame",
         "select_runs",
-        "stack_over_seeds",
         "style_lt_tables",
         "style_noisy_table",
         "transition_rule_error",

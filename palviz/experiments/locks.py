@@ -200,8 +200,3 @@ class RunLock:
                 return False  # a newcomer took the fresh lock first: wait for it instead
             self._own()
             return True
-
-    def heartbeat_now(self) -> None:
-        """Renew the heartbeat at once."""
-        with contextlib.suppress(OSError):
-            os.utime(self.owner_path)

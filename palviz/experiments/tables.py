@@ -409,26 +409,6 @@ def format_noisy_table(
     return (f"{title}\n" if title else "") + _markdown(frame)
 
 
-def stack_over_seeds(
-    results: Sequence[RunResult], key: str = "per_class_acc"
-) -> dict[str, np.ndarray]:
-    """``{label: array}`` of ``metrics[key]`` with one row per run (seed), labels in order of
-    first appearance: ``[n_runs]`` for a number (``"last_acc"``, ``"best_acc"``, or any column
-    of :func:`results_frame`), ``[n_runs, k]`` for a per-class list (``"per_class_acc"``,
-    ``"feature_norms"``, ``"weight_norms"``, ``"confidence"``); ``None`` (e.g. a class without
-    test samples) becomes NaN."""
-    frame = results_frame(results)
-    out = {}
-    for label, runs in frame.groupby("label", sort=False):
-        if key in PER_CLASS_COLUMNS:
-            k = int(runs["num_classes"].max())
-            values = runs[[f"{PER_CLASS_COLUMNS[key]}_{c}" for c in range(k)]]
-        else:
-            values = runs[key]
-        out[label] = values.to_numpy(dtype=float)
-    return out
-
-
 def class_mean_features(
     features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
 ) -> np.ndarray:

@@ -129,11 +129,6 @@ def register_loss(
     return register
 
 
-def loss_names() -> tuple[str, ...]:
-    """The registered names, in registration order."""
-    return tuple(LOSSES)
-
-
 def _entry(name: Any) -> LossEntry:
     if name not in LOSSES:
         raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {name!r}")
