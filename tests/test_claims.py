@@ -567,8 +567,11 @@ def test_an_all_family_with_every_member_below_alpha_is_consistent_without_holm(
     rows2 = [_row("CE", s, b) for s, b in zip(SEEDS, CE, strict=True)]
     rows2 += _steady(CE, FIRST, "A") + _steady(CE, [-x for x in SECOND], "B")
     df = ct.evaluate_claims(pd.DataFrame(rows2), claims, profile="smoke", paper_steps=None)
-    assert _members(df)["verdict"].tolist() == [stats.CONSISTENT, stats.CONTRADICTED]
+    members = _members(df)
+    assert members["verdict"].tolist() == [stats.CONSISTENT, stats.CONTRADICTED]
     assert df.iloc[0]["verdict"] == stats.INCONCLUSIVE
+    holm_b = stats.holm(members["p_value"].tolist())[1]
+    assert df.iloc[0]["p_holm"] == pytest.approx(holm_b) and holm_b >= 0.05  # B, after Holm
 
 
 def test_the_verdicts_rest_on_the_p_value_the_constant_names(frame, monkeypatch):
@@ -625,7 +628,9 @@ def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
     assert "paper reads" in header
     assert f"{best.mean:+.1f} [{best.ci_low:+.1f}, {best.ci_high:+.1f}]" in table
     assert "not stated" in table
-    assert "Two epochs, side by side" in ct.claims_explanation(df)
+    text = ct.claims_explanation(df)
+    assert "Two epochs, side by side" in text
+    assert "*not stated* (the paper's text names neither epoch) for 1 of the 1" in text
 
 
 def test_paper_reads_comes_from_the_quote_and_is_checked():

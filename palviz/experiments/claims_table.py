@@ -473,8 +473,10 @@ def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
     level = f"{100 * confidence:g} %"
     rule = P_NAMES[VERDICT_P]
     stated = families[families["paper_reads"] != ""]
+    named = {"not stated": "*not stated* (the paper's text names neither epoch)"}
     reads = ", ".join(
-        f"*{v}* for {stated['paper_reads'].eq(v).sum()} of the {len(stated)} papers' claims"
+        f"{named.get(v, f'*{v}*')} for {stated['paper_reads'].eq(v).sum()} of the "
+        f"{len(stated)} papers' claims"
         for v in dict.fromkeys(stated["paper_reads"])
     )
     floor = "With n pairs it cannot go below 2/2^n two-sided (1/2^n one-sided)"
@@ -492,8 +494,7 @@ def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
         "after training) and at the *best* one (the epoch of highest test accuracy, what "
         "LDAM-DRW's reference code reports as `best_acc1`; chosen on the test set itself, so it "
         "leans high). *paper reads* says which one the paper used, as its text says"
-        + (f"; here {reads}." if reads else ".")
-        + (" *not stated*: the paper's text names neither." if "not stated" in reads else ""),
+        + (f"; here {reads}." if reads else "."),
         '- *Two tests of "no difference".* *p (t)*, the two-sided paired t-test, assumes normal '
         f"paired differences (the interval excludes 0 exactly when p (t) < {alpha:g}); "
         "*p (sign-flip)*, the exact sign-flip test, assumes only differences symmetric about 0 "
