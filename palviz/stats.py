@@ -37,7 +37,15 @@ sign is a fair coin, so among the $2^n$ sign patterns $\varepsilon \in \{-1, +1\
 $$p_{\text{flip}} = \frac{1}{2^n} \, \#\Bigl\{\varepsilon : \Bigl|\frac{1}{n} \sum_{i}
 \varepsilon_i d_i\Bigr| \ge |\bar d| \Bigr\} \ \ge\ \frac{2}{2^n} \tag{6}$$
 
-It assumes no distribution but is coarse: it cannot fall below 0.05 with fewer than 6 pairs.
+It assumes only that, under "no difference", each $d_i$ is as likely as $-d_i$ (differences
+symmetric about 0) and is exact, but coarse: its smallest attainable value
+(:func:`sign_flip_floor`) is
+
+$$p_{\text{flip}, \min} = \frac{2}{2^n} \ \text{(two-sided)}, \qquad \frac{1}{2^n} \
+\text{(one-sided)} \tag{6a}$$
+
+so with fewer than 6 pairs it cannot fall below 0.05 (two-sided). The t-test (5) assumes
+normal paired differences and has no such floor.
 
 **Holm's step-down correction** (:func:`holm`) of $m$ p-values sorted
 $p_{(1)} \le \dots \le p_{(m)}$:
@@ -56,16 +64,28 @@ $$\text{consistent} \iff \delta \, [\ell, h] \subset (0, \infty), \qquad
 else (0 inside or on the edge, or no interval) inconclusive.
 
 **The verdict on a family** (:func:`family_verdict`) of $K$ comparisons with means
-$\bar d_k$, Holm-adjusted $\tilde p_k$ and directions $\delta_k$:
+$\bar d_k$, p-values $p_k$, their Holm-adjusted $\tilde p_k$ and directions $\delta_k$. A
+member is *on the claimed side* at level $\alpha$ when
 
-$$\text{supports}_k = \tilde p_k < \alpha \,\wedge\, \operatorname{sign} \bar d_k = \delta_k,
-\qquad \text{opposes}_k = \tilde p_k < \alpha \,\wedge\, \operatorname{sign} \bar d_k =
+$$\text{for}_k(q) = q_k < \alpha \,\wedge\, \operatorname{sign} \bar d_k = \delta_k,
+\qquad \text{against}_k(q) = q_k < \alpha \,\wedge\, \operatorname{sign} \bar d_k =
 -\delta_k \tag{9}$$
 
-read as one of :data:`READINGS`: ``"all"`` (and ``"single"``) is consistent when every
-member supports, contradicted when any opposes; ``"any"`` is consistent when some member
-supports, contradicted when every member opposes; else inconclusive, and not run when no
-member has runs.
+read with $q = p$ (no correction) or $q = \tilde p$ (Holm). A conclusion that needs *every*
+member is an intersection-union test: the family's null hypothesis is the union of the
+members' ("some member does not hold"), and rejecting it when each member's own test at
+level $\alpha$ rejects is already a level-$\alpha$ test, so it reads the unadjusted $p_k$.
+A conclusion that *one* member suffices for reads Holm's $\tilde p_k$, because any of $K$
+chances would do. So, as one of :data:`READINGS`:
+
+$$\text{"all"}: \ \text{consistent} \iff \forall k\ \text{for}_k(p), \quad
+\text{contradicted} \iff \exists k\ \text{against}_k(\tilde p) \tag{10}$$
+
+$$\text{"any"}: \ \text{consistent} \iff \exists k\ \text{for}_k(\tilde p), \quad
+\text{contradicted} \iff \forall k\ \text{against}_k(p) \tag{11}$$
+
+(``"single"`` is "all" of one member, where $\tilde p = p$); else inconclusive, and not run
+when no member has runs.
 
 :mod:`palviz.experiments.claims` reads the papers' claims with these.
 """
@@ -95,6 +115,7 @@ __all__ = [
     "family_verdict",
     "holm",
     "paired_difference",
+    "sign_flip_floor",
     "sign_flip_p",
     "verdict",
 ]
@@ -105,8 +126,8 @@ INCONCLUSIVE = "inconclusive at this size"
 NOT_RUN = "not run in this profile"
 
 #: How a family of comparisons is read: ``"all"`` (the text says every setting: each member
-#: must be consistent after Holm's correction), ``"any"`` (at least one), ``"single"`` (one
-#: comparison).
+#: must hold, each at its own p-value), ``"any"`` (at least one, after Holm's correction),
+#: ``"single"`` (one comparison); :func:`family_verdict` says which reading corrects what.
 READINGS = ("all", "any", "single")
 
 
@@ -215,9 +236,10 @@ def sign_flip_p(differences: Sequence[float]) -> float:
     """The exact two-sided sign-flip permutation p-value of paired ``differences``: under
     "no difference" each pair's sign is a fair coin, so the p-value is the share of the
     ``2**n`` sign patterns whose mean is at least as far from 0 as the observed one. It
-    assumes no distribution, but it is coarse: with n pairs it is never below
-    ``2 / 2**n`` (1/16 for 5 seeds, 1/4 for 3), so it cannot fall below 0.05 with fewer than
-    6 pairs. NaN for fewer than 2 pairs; up to 16 pairs (65,536 patterns)."""
+    assumes only differences symmetric about 0 under "no difference", and is exact, but coarse:
+    with n pairs it is never below :func:`sign_flip_floor` ``(n)`` = ``2 / 2**n``, so it
+    cannot fall below 0.05 with fewer than 6 pairs. NaN for fewer than 2 pairs; up to 16
+    pairs (65,536 patterns)."""
     d = np.asarray(differences, dtype=float)
     n = len(d)
     if n < 2:
@@ -229,6 +251,20 @@ def sign_flip_p(differences: Sequence[float]) -> float:
     means = np.abs(signs @ d) / n  # (6) |1/n sum_i eps_i d_i| per pattern
     # (6) the share of patterns at least as far from 0 as |mean d| (a rounding margin kept)
     return float(np.mean(means >= abs(d.mean()) * (1 - 1e-12)))
+
+
+def sign_flip_floor(n: int, two_sided: bool = True) -> float:
+    """The smallest p-value the exact sign-flip test (:func:`sign_flip_p`) can reach with ``n``
+    pairs: only the observed pattern and (two-sided) its mirror image are as extreme when
+    every difference has the same sign, so ``2 / 2**n`` two-sided, ``1 / 2**n`` one-sided.
+
+    Raises:
+        ValueError: ``n`` not an integer >= 1.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise invalid("n", n, "an integer >= 1 (the number of pairs)")
+    patterns = 2 ** int(n)  # (6) the 2^n sign patterns, each of probability 1 / 2^n
+    return (2 if two_sided else 1) / patterns  # (6a) 2 / 2^n two-sided, 1 / 2^n one-sided
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -285,40 +321,49 @@ def verdict(ci_low: float, ci_high: float, direction: int = +1) -> str:
 def family_verdict(
     reading: str,
     means: Sequence[float],
-    p_holm: Sequence[float],
+    p_values: Sequence[float],
     directions: Sequence[int],
     alpha: float = 0.05,
     run: Sequence[bool] | None = None,
 ) -> str:
     """The verdict on a family of comparisons from its members' mean differences, their
-    Holm-adjusted p-values and the claimed ``directions``. A member *supports* the claim when
-    its adjusted p is below ``alpha`` and its mean lies on the claimed side, *opposes* it when
-    below ``alpha`` on the other side.
+    unadjusted two-sided ``p_values`` and the claimed ``directions``. A member is *for* the
+    claim at a p-value below ``alpha`` with its mean on the claimed side, *against* it below
+    ``alpha`` on the other side.
 
-    - ``"all"`` (and ``"single"``): :data:`CONSISTENT` when every member supports the claim,
-      :data:`CONTRADICTED` when any member opposes it (one setting where the method is
-      measurably worse refutes "in all cases"), else :data:`INCONCLUSIVE`;
-    - ``"any"``: consistent when some member supports it, contradicted when every member
-      opposes it, else inconclusive;
+    A conclusion about *every* member is an intersection-union test: each member's own test
+    at level ``alpha`` is already a level-``alpha`` test of the family, so it reads the
+    unadjusted ``p_values``. A conclusion that *one* member suffices for reads them after
+    Holm's correction (:func:`holm`) across the family:
+
+    - ``"all"`` (and ``"single"``): :data:`CONSISTENT` when every member is for the claim
+      (unadjusted), :data:`CONTRADICTED` when some member is against it after Holm (one
+      setting where the method is measurably worse refutes "in all cases"), else
+      :data:`INCONCLUSIVE`;
+    - ``"any"``: consistent when some member is for it after Holm, contradicted when every
+      member is against it (unadjusted), else inconclusive;
     - :data:`NOT_RUN` when no member was run (``run``: which members have runs; default: those
       with a finite mean).
     """
     if reading not in READINGS:
         raise invalid("reading", reading, f"one of {READINGS}")
-    means, p_holm = np.asarray(means, dtype=float), np.asarray(p_holm, dtype=float)
+    means, p = np.asarray(means, dtype=float), np.asarray(p_values, dtype=float)
     dirs = np.asarray([check_direction(x) for x in directions])
-    if not (len(means) == len(p_holm) == len(dirs)) or len(means) == 0:
-        raise invalid("means", list(means), "one value per member, as many as p_holm, >= 1")
+    if not (len(means) == len(p) == len(dirs)) or len(means) == 0:
+        raise invalid("means", list(means), "one value per member, as many as p_values, >= 1")
     ran = ~np.isnan(means) if run is None else np.asarray(run, dtype=bool)
     if not ran.any():
         return NOT_RUN
-    significant = ~np.isnan(p_holm) & (p_holm < alpha)  # (9) p~_k < alpha
-    supports = significant & (np.sign(means) == dirs)  # (9) ... and sign d_k = delta_k
-    opposes = significant & (np.sign(means) == -dirs)  # (9) ... and sign d_k = -delta_k
+    adjusted = np.asarray(holm(p), dtype=float)  # (7) Holm across the family
+
+    def side(q: np.ndarray, sign: int) -> np.ndarray:
+        # (9) q_k < alpha and sign d_k = sign * delta_k (NaN: not tested, never significant)
+        return ~np.isnan(q) & (q < alpha) & (np.sign(means) == sign * dirs)
+
     if reading == "any":
-        if supports.any():
+        if side(adjusted, +1).any():  # (11) some member for the claim, after Holm
             return CONSISTENT
-        return CONTRADICTED if opposes.all() else INCONCLUSIVE
-    if opposes.any():
+        return CONTRADICTED if side(p, -1).all() else INCONCLUSIVE  # (11) every one against
+    if side(adjusted, -1).any():  # (10) some member against the claim, after Holm
         return CONTRADICTED
-    return CONSISTENT if supports.all() else INCONCLUSIVE
+    return CONSISTENT if side(p, +1).all() else INCONCLUSIVE  # (10) every one for, unadjusted

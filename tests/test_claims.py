@@ -23,7 +23,9 @@ CE = [0.700, 0.710, 0.690, 0.705, 0.695]
 RHO = 100.0
 
 
-def _row(label, seed, acc, *, rho=RHO, kind="symmetric", eta=0.0, steps=1500):
+def _row(label, seed, acc, *, rho=RHO, kind="symmetric", eta=0.0, steps=1500, best=None):
+    """One run's row of a results frame; its best-epoch accuracy ``best`` (default: 0.01 above
+    the last epoch's)."""
     return {
         "label": label,
         "method": label,
@@ -32,6 +34,7 @@ def _row(label, seed, acc, *, rho=RHO, kind="symmetric", eta=0.0, steps=1500):
         "noise_kind": kind,
         "noise_rate": eta,
         "last_acc": acc,
+        "best_acc": acc + 0.01 if best is None else best,
         "steps": steps,
     }
 
@@ -405,7 +408,8 @@ def test_claim_runs_keeps_the_first_label_and_names_unknown_groups():
 
 def test_evaluate_claims_reads_a_family_with_holm(frame):
     """Two members in a family: 'PAL' (+3 +- 0.35, tiny p) and 'same' (around 0): under 'all'
-    the family is inconclusive, under 'any' consistent; p_holm is Holm's of the two."""
+    the family is inconclusive, under 'any' consistent; p_holm is Holm's of the two, and the
+    family row holds the p of its conclusion about every member and about some member."""
 
     def member(method, reading):
         return pc.Claim(
@@ -423,9 +427,16 @@ def test_evaluate_claims_reads_a_family_with_holm(frame):
         assert fam["seeds"] == "0-4" and fam["n_seeds"] == 5
         p = rows["p_value"].tolist()
         assert rows["p_holm"].tolist() == pytest.approx(stats.holm(p))
-        assert fam["p_holm"] == pytest.approx(
-            max(stats.holm(p)) if reading == "all" else min(stats.holm(p))
-        )
+        # both means lie on the claimed side (PAL +3, same +0.04): under "all" the family's
+        # p_value is the larger p (every member for the claim), p_holm 1 (no member against
+        # it); under "any" p_holm is the smaller Holm p (some member for the claim) and
+        # p_value 1 (no member against it)
+        assert rows["mean_diff"].gt(0).all()
+        if reading == "all":
+            assert fam["p_value"] == pytest.approx(max(p)) and fam["p_holm"] == 1.0
+            assert fam["p_signflip"] == pytest.approx(max(rows["p_signflip"]))
+        else:
+            assert fam["p_holm"] == pytest.approx(min(stats.holm(p))) and fam["p_value"] == 1.0
         assert rows["verdict"].tolist() == [stats.CONSISTENT, stats.INCONCLUSIVE]  # each on its own
 
 
@@ -454,9 +465,9 @@ def test_claim_seeds_restrict_the_pairs(frame):
 def test_claims_summary_counts_the_family_verdicts(frame):
     claims = [_claim("PAL"), _claim("worse"), _claim("missing")]
     df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+    counts = "1 consistent, 1 contradicted, 0 inconclusive at this size, 1 not run in this profile"
     assert ct.claims_summary(df) == (
-        "3 claims: 1 consistent, 1 contradicted, 0 inconclusive at this size, "
-        "1 not run in this profile (3 comparisons)."
+        f"3 claims, at the last epoch: {counts}; at the best epoch: {counts} (3 comparisons)."
     )
 
 
@@ -466,8 +477,9 @@ def test_claims_explanation_computes_its_numbers_from_the_table(frame):
     text = ct.claims_explanation(
         ct.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
     )
-    assert "2 claims: 1 consistent" in text
-    assert "0.25 for 3 pairs here" in text and "can never reach 0.05" in text  # 2 / 2**3
+    assert "2 claims, at the last epoch: 1 consistent" in text
+    assert "0.25 for 3 pairs here" in text  # 2 / 2**3
+    assert "with 3 pairs the sign-flip p cannot fall below 0.05" in text
     assert "*missing beats CE*" in text  # the family this profile does not train
     assert "Read from one comparison" not in text  # single claims are meant as one
     wide = [pc.Claim("06", "all of it", "s", "CE", "PAL", {"imbalance_ratio": 100}, reading="all")]
@@ -516,3 +528,120 @@ def test_every_long_tailed_claim_finds_its_runs_in_the_plan(profile):
         assert fresh == {5, 6, 7, 8, 9} and not fresh & set(
             recipes.long_tailed_setup("quick")["seeds"]
         )
+
+
+# ------------------------------------------- the family rule, the verdict's p, two epochs
+
+
+def _steady(base, diffs, label):
+    """Rows of ``label``: the baseline accuracies ``base`` plus ``diffs`` points."""
+    return [_row(label, s, b + d / 100) for s, b, d in zip(SEEDS, base, diffs, strict=True)]
+
+
+# per-seed differences (points) whose paired t p-values lie in (0.025, 0.05): each below 0.05
+# on its own, but Holm over two multiplies the smaller by 2
+FIRST = [1.0, 2.0, 3.0, 0.2, 2.4]
+SECOND = [2.5, 0.3, 1.8, 3.2, 0.6]
+
+
+def test_an_all_family_with_every_member_below_alpha_is_consistent_without_holm():
+    """An 'all' claim is an intersection-union test: every member at p < 0.05 on the claimed
+    side makes the family consistent, although Holm's adjustment of the two p-values would
+    leave it inconclusive (the rule before this one)."""
+    rows = [_row("CE", s, b) for s, b in zip(SEEDS, CE, strict=True)]
+    rows += _steady(CE, FIRST, "A") + _steady(CE, SECOND, "B")
+    claims = [
+        pc.Claim("06", "A and B beat CE", "p", "CE", m, {"imbalance_ratio": 100},
+                 family="both", reading="all")
+        for m in ("A", "B")
+    ]  # fmt: skip
+    df = ct.evaluate_claims(pd.DataFrame(rows), claims, profile="smoke", paper_steps=None)
+    fam, members = df.iloc[0], _members(df)
+    p = members["p_value"].tolist()
+    assert all(0.025 < x < 0.05 for x in p), p  # the premise: each below alpha on its own
+    assert min(stats.holm(p)) >= 0.05  # ... and Holm would refuse every one of them
+    assert members["verdict"].tolist() == [stats.CONSISTENT] * 2
+    assert fam["verdict"] == stats.CONSISTENT
+    assert fam["p_value"] == pytest.approx(max(p)) and fam["p_value"] < 0.05
+    # one member measurably worse at p < 0.05 but not after Holm does not contradict "all"
+    rows2 = [_row("CE", s, b) for s, b in zip(SEEDS, CE, strict=True)]
+    rows2 += _steady(CE, FIRST, "A") + _steady(CE, [-x for x in SECOND], "B")
+    df = ct.evaluate_claims(pd.DataFrame(rows2), claims, profile="smoke", paper_steps=None)
+    members = _members(df)
+    assert members["verdict"].tolist() == [stats.CONSISTENT, stats.CONTRADICTED]
+    assert df.iloc[0]["verdict"] == stats.INCONCLUSIVE
+    holm_b = stats.holm(members["p_value"].tolist())[1]
+    assert df.iloc[0]["p_holm"] == pytest.approx(holm_b) and holm_b >= 0.05  # B, after Holm
+
+
+def test_the_verdicts_rest_on_the_p_value_the_constant_names(frame, monkeypatch):
+    """VERDICT_P selects the p-value of every verdict, and the explanation names it; with
+    five pairs the sign-flip p cannot fall below 2 / 2**5 = 0.0625, so resting on it turns a
+    steady +3 points into 'inconclusive'."""
+    df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    text = ct.claims_explanation(df)
+    assert ct.VERDICT_P == "p_value" and ct.P_NAMES[ct.VERDICT_P] == "p (t)"
+    assert "**The verdicts rest on p (t)**" in text
+    assert f"{2 / 2**5:.3g} for 5 pairs here" == "0.0625 for 5 pairs here"
+    assert "0.0625 for 5 pairs here" in text
+    assert "assumes normal paired differences" in text and "symmetric about 0" in text
+    assert _members(df)["verdict"].tolist() == [stats.CONSISTENT]
+    monkeypatch.setattr(ct, "VERDICT_P", "p_signflip")
+    df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
+    member = _members(df).iloc[0]
+    assert member["p_signflip"] == pytest.approx(1 / 16)  # all five seeds the same sign
+    assert member["verdict"] == stats.INCONCLUSIVE and df.iloc[0]["verdict"] == stats.INCONCLUSIVE
+    assert member["p_holm"] == pytest.approx(member["p_signflip"])  # Holm of the chosen p
+    assert "**The verdicts rest on p (sign-flip)**" in ct.claims_explanation(df)
+
+
+def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
+    """Last epoch: 'PAL' is +3 points on every seed; best epoch: no better than CE (+0 +-
+    a little). Both readings, with both p-values, are in the frame and in the table."""
+    rows = []
+    for s, base, eps in zip(SEEDS, CE, [0.004, -0.006, 0.002, -0.003, 0.005], strict=True):
+        rows += [_row("CE", s, base, best=base + 0.05)]
+        rows += [_row("PAL", s, base + 0.03, best=base + 0.05 + eps)]
+    df = ct.evaluate_claims(pd.DataFrame(rows), [_claim("PAL")], profile="smoke", paper_steps=None)
+    member = _members(df).iloc[0]
+    assert member["mean_diff"] == pytest.approx(3.0)
+    assert member["best_mean_diff"] == pytest.approx(
+        100 * np.mean([0.004, -0.006, 0.002, -0.003, 0.005])
+    )
+    best = stats.paired_difference(
+        100 * (np.array(CE) + 0.05),
+        100 * (np.array(CE) + 0.05 + [0.004, -0.006, 0.002, -0.003, 0.005]),
+    )
+    assert member["best_p_value"] == pytest.approx(best.p_value)
+    assert member["best_p_signflip"] == pytest.approx(best.p_signflip)
+    assert (member["verdict"], member["best_verdict"]) == (stats.CONSISTENT, stats.INCONCLUSIVE)
+    assert (df.iloc[0]["verdict"], df.iloc[0]["best_verdict"]) == (
+        stats.CONSISTENT,
+        stats.INCONCLUSIVE,
+    )
+    assert member["paper_reads"] == "not stated"
+    table = ct.claims_markdown(df)
+    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    for epoch in ("last", "best"):
+        for name in ("mean difference [CI]", "p (t)", "p (sign-flip)", "p (Holm)", "verdict"):
+            assert f"{epoch}: {name}" in header
+    assert "paper reads" in header
+    assert f"{best.mean:+.1f} [{best.ci_low:+.1f}, {best.ci_high:+.1f}]" in table
+    assert "not stated" in table
+    text = ct.claims_explanation(df)
+    assert "Two epochs, side by side" in text
+    assert "*not stated* (the paper's text names neither epoch) for 1 of the 1" in text
+
+
+def test_paper_reads_comes_from_the_quote_and_is_checked():
+    from palviz.experiments import recipes
+
+    assert {q.paper_reads for q in pc.QUOTES.values()} == {"not stated"}  # PAL, ELM excerpts
+    claims = pc.long_tailed_claims(recipes.long_tailed_setup("quick"))
+    claims += pc.noisy_claims(recipes.noisy_setup("quick"))
+    for c in claims:
+        assert c.paper_reads == ("" if c.source == "palviz" else "not stated"), c.family
+    with pytest.raises(ValueError, match=r"paper_reads must be one of \('best', 'last', 'not st"):
+        pc.Claim("06", "x", "s", "CE", "PAL", paper_reads="final")
+    with pytest.raises(ValueError, match="paper_reads must be one of"):
+        pc.Quote("PAL", "Sec. 1", "a sentence", paper_reads="")

@@ -47,6 +47,7 @@ def _claims_csv(figures: Path, monkeypatch) -> Path:
             "label": ["CE"] * 3 + ["CE+PAL"] * 3,
             "seed": [0, 1, 2] * 2,
             "last_acc": [0.70, 0.72, 0.71, 0.74, 0.75, 0.73],
+            "best_acc": [0.72, 0.73, 0.72, 0.75, 0.75, 0.74],
             "steps": [100] * 6,
             "imbalance_ratio": [100] * 6,
         }
@@ -175,10 +176,16 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
     block = _block(text, "full")
 
     from palviz.experiments.claims import read_claims_file
-    from palviz.experiments.claims_table import claims_markdown
+    from palviz.experiments.claims_table import claims_explanation, claims_markdown
 
-    table = claims_markdown(read_claims_file(target / "claims.csv")).rstrip("\n")
+    rows = read_claims_file(target / "claims.csv")
+    table = claims_markdown(rows).rstrip("\n")
     assert table in block
+    assert claims_explanation(rows).rstrip("\n") in block  # how to read it, generated
+    for epoch in ("last", "best"):  # both epochs, both p-values
+        for name in ("p (t)", "p (sign-flip)", "verdict"):
+            assert f"{epoch}: {name}" in block
+    assert "The verdicts rest on p (t)" in block and "0.25 for 3 pairs here" in block
     assert "| CE | 75.4 +- 1.7 |" in block and "\n### A heading\n" in block
     for words in (
         "`palviz figures --profile full` on 2030-01-02 (UTC), cold",

@@ -156,15 +156,53 @@ def test_holm_by_hand():
     ("reading", "means", "p", "expected"),
     [
         ("all", [2.0, 3.0], [0.01, 0.02], stats.CONSISTENT),
+        # every member below 0.05 on its own, none after Holm (0.06, 0.06): "every member
+        # holds" is an intersection-union test, read without Holm
+        ("all", [2.0, 3.0], [0.03, 0.04], stats.CONSISTENT),
         ("all", [2.0, 3.0], [0.01, 0.2], stats.INCONCLUSIVE),
         ("all", [2.0, -3.0], [0.01, 0.01], stats.CONTRADICTED),  # one case measurably worse
+        # "some member worse" needs Holm: 0.03 is 0.06 after it, so not contradicted
+        ("all", [2.0, -3.0], [0.2, 0.03], stats.INCONCLUSIVE),
         ("all", [2.0, float("nan")], [0.01, float("nan")], stats.INCONCLUSIVE),  # one not run
         ("any", [2.0, -0.5], [0.01, 0.6], stats.CONSISTENT),
+        ("any", [2.0, 0.5], [0.03, 0.6], stats.INCONCLUSIVE),  # "some member" needs Holm: 0.06
         ("any", [-2.0, -3.0], [0.01, 0.02], stats.CONTRADICTED),
+        ("any", [-2.0, -3.0], [0.03, 0.04], stats.CONTRADICTED),  # "every member": no Holm
         ("any", [-2.0, 3.0], [0.01, 0.2], stats.INCONCLUSIVE),
         ("single", [2.0], [0.05], stats.INCONCLUSIVE),  # on the edge: not below alpha
+        ("single", [2.0], [0.049], stats.CONSISTENT),
         ("all", [float("nan")], [float("nan")], stats.NOT_RUN),
     ],
 )
 def test_family_verdict_reads_the_family_as_stated(reading, means, p, expected):
     assert stats.family_verdict(reading, means, p, [+1] * len(means)) == expected
+
+
+def test_family_verdict_reads_a_claimed_decrease_and_refuses_bad_input():
+    assert stats.family_verdict("all", [-2.0, -3.0], [0.03, 0.04], [-1, -1]) == stats.CONSISTENT
+    assert stats.family_verdict("all", [2.0], [0.01], [-1]) == stats.CONTRADICTED
+    with pytest.raises(ValueError, match="reading must be one of"):
+        stats.family_verdict("most", [1.0], [0.01], [1])
+    with pytest.raises(ValueError, match="means must be one value per member"):
+        stats.family_verdict("all", [1.0, 2.0], [0.01], [1, 1])
+
+
+def test_sign_flip_floor_is_the_smallest_p_the_patterns_allow():
+    """2 / 2**n two-sided, 1 / 2**n one-sided: checked against the brute-force count of the
+    patterns for differences all of one sign, which is where the count is smallest."""
+    for n in (2, 3, 5, 8):
+        same_sign = np.arange(1.0, n + 1)
+        assert stats.sign_flip_floor(n) == pytest.approx(_brute_sign_flip(same_sign))
+        one_sided = np.mean([np.dot(signs, same_sign) >= same_sign.sum() for signs in _patterns(n)])
+        assert stats.sign_flip_floor(n, two_sided=False) == pytest.approx(one_sided)
+    assert stats.sign_flip_floor(5) == pytest.approx(0.0625)  # 2 / 32: never below 0.05
+    assert stats.sign_flip_floor(6) == pytest.approx(0.03125)  # the first n that can
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n must be an integer >= 1"):
+            stats.sign_flip_floor(bad)
+
+
+def _patterns(n):
+    import itertools
+
+    return [np.array(signs) for signs in itertools.product((1, -1), repeat=n)]

@@ -10,10 +10,12 @@ their readings (:data:`CLAIM_COLUMNS`; one file per profile, notebooks merged in
 :func:`write_claims`).
 
 The statistics are :mod:`palviz.stats`: the per-seed differences and their Student-t
-interval, the paired t and sign-flip p-values, Holm's correction across a family and the
-verdicts, "consistent" when all of the interval lies on the side the paper claims,
-"contradicted" when all of it lies on the other side, else "inconclusive at this size" (a
+interval, the paired t and sign-flip p-values, Holm's correction where a family needs it and
+the verdicts, "consistent" when the comparison lies measurably on the side the paper claims,
+"contradicted" when it lies measurably on the other side, else "inconclusive at this size" (a
 small profile often cannot tell; that is a finding about the profile, not about the paper).
+Each comparison is read twice, side by side: at the last epoch and at the best one
+(:data:`BEST_EPOCH`), beside the epoch the paper reads (:data:`PAPER_READS`).
 :mod:`palviz.experiments.claims_table` reads the claims against the runs with them
 (:func:`~palviz.experiments.claims_table.evaluate_claims`) and prints the table.
 """
@@ -36,10 +38,13 @@ from palviz.files import atomic_write, figures_dir, resolve_profile
 from palviz.stats import READINGS, check_direction
 
 __all__ = [
+    "BEST_EPOCH",
     "CLAIM_COLUMNS",
     "Claim",
+    "PAPER_READS",
     "QUOTES",
     "Quote",
+    "READING_COLUMNS",
     "claim_runs",
     "claims_path",
     "long_tailed_claims",
@@ -51,10 +56,26 @@ __all__ = [
     "write_claims",
 ]
 
+#: Which epoch a paper's numbers are read at, as its text says (:class:`Claim`
+#: ``paper_reads``): the ``"best"`` epoch (the highest test accuracy over the epochs, what
+#: LDAM-DRW's reference code reports as ``best_acc1``), the ``"last"`` one, or ``"not
+#: stated"``.
+PAPER_READS = ("best", "last", "not stated")
+
+#: The best-epoch twin of a metric read at the last epoch: each claim on ``"last_acc"`` is also
+#: read on ``"best_acc"``, side by side (the ``best_`` columns of :data:`CLAIM_COLUMNS`).
+BEST_EPOCH = {"last_acc": "best_acc"}
+
+#: What one reading of a comparison gives: the mean difference and its interval, the p-values,
+#: Holm's adjustment and the verdict. :data:`CLAIM_COLUMNS` holds them once for the claim's
+#: ``metric`` (the last epoch) and once, prefixed ``best_``, for its :data:`BEST_EPOCH` twin.
+READING_COLUMNS = ("mean_diff", "ci_low", "ci_high", "p_value", "p_signflip", "p_holm", "verdict")
+
 #: The columns of :func:`~palviz.experiments.claims_table.evaluate_claims` and of
 #: ``claims.csv``, in order. A claim is a family of comparisons: one ``level == "family"`` row
-#: (its verdict under its ``reading``, with Holm's correction across its members) above one
-#: ``level == "member"`` row per comparison.
+#: (its verdict under its ``reading``) above one ``level == "member"`` row per comparison;
+#: ``paper_reads`` says which epoch the paper used, the :data:`READING_COLUMNS` read the last
+#: epoch and the ``best_`` ones the best epoch.
 CLAIM_COLUMNS = (
     "profile",
     "notebook",
@@ -63,24 +84,22 @@ CLAIM_COLUMNS = (
     "reading",
     "claim",
     "source",
+    "paper_reads",
     "comparison",
     "metric",
     "seeds",
     "n_seeds",
-    "mean_diff",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_signflip",
-    "p_holm",
-    "verdict",
+    *READING_COLUMNS,
+    *(f"best_{c}" for c in READING_COLUMNS),
     "steps_per_run",
     "paper_steps",
 )
 
-#: The number columns: from ``n_seeds`` on, all but the verdict.
+#: The number columns: from ``n_seeds`` on, all but the verdicts.
 _NUMBER_COLUMNS = tuple(
-    c for c in CLAIM_COLUMNS[CLAIM_COLUMNS.index("n_seeds") :] if c != "verdict"
+    c
+    for c in CLAIM_COLUMNS[CLAIM_COLUMNS.index("n_seeds") :]
+    if c not in ("verdict", "best_verdict")
 )
 _TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
 
@@ -103,14 +122,17 @@ class Claim:
       or ``{"noise_kind": "symmetric", "noise_rate": 0.4}`` (numbers compared with a
       tolerance of 1e-9);
     - ``metric``: the frame column compared (``"last_acc"``: test accuracy after the last
-      epoch);
+      epoch); its :data:`BEST_EPOCH` twin (``"best_acc"``) is read beside it;
     - ``direction``: +1 if the paper says the method is higher, -1 if lower;
     - ``family``: the short name of the claim this comparison belongs to (default: the
       ``claim`` text); the comparisons of one family are read together;
     - ``reading``: how the family is read, one of :data:`~palviz.stats.READINGS`
       (``"all"``: the text says every setting; ``"any"``; ``"single"``: one comparison);
     - ``seeds``: the seeds read (``None``: every seed both methods ran), e.g. a
-      replication on seeds another profile never used.
+      replication on seeds another profile never used;
+    - ``paper_reads``: which epoch the paper's numbers are read at, one of
+      :data:`PAPER_READS` (a paper's claim: its :class:`Quote`'s), or ``""`` for a question
+      of palviz's own, not a paper's.
     """
 
     notebook: str
@@ -124,6 +146,7 @@ class Claim:
     family: str = ""
     reading: str = "single"
     seeds: tuple[int, ...] | None = None
+    paper_reads: str = "not stated"
 
     def __post_init__(self) -> None:
         if not isinstance(self.notebook, str) or not _NOTEBOOK.match(self.notebook):
@@ -141,6 +164,9 @@ class Claim:
         object.__setattr__(self, "family", self.family.strip() or self.claim)
         if self.reading not in READINGS:
             raise invalid("reading", self.reading, f"one of {READINGS}")
+        if self.paper_reads not in (*PAPER_READS, ""):
+            rule = f"one of {PAPER_READS}, or '' for a question that is not a paper's"
+            raise invalid("paper_reads", self.paper_reads, rule)
         if self.seeds is not None:
             seeds = self.seeds
             ok = isinstance(seeds, tuple | list) and len(seeds) > 0
@@ -212,8 +238,9 @@ def typed_claims(df: pd.DataFrame) -> pd.DataFrame:
     for column in _TEXT_COLUMNS:
         df[column] = df[column].fillna("").astype(str).astype(object)
     df["n_seeds"] = df["n_seeds"].astype(int)
-    for column in ("mean_diff", "ci_low", "ci_high", "p_value", "p_signflip", "p_holm"):
-        df[column] = df[column].astype(float)
+    for column in _NUMBER_COLUMNS:
+        if column not in ("n_seeds", "steps_per_run", "paper_steps"):
+            df[column] = df[column].astype(float)
     for column in ("steps_per_run", "paper_steps"):
         df[column] = pd.to_numeric(df[column], errors="coerce").astype("Int64")
     return df.reset_index(drop=True)
@@ -308,11 +335,18 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
 class Quote:
     """A sentence of a paper, verbatim (a typo kept and marked ``[sic]``), and where it stands.
     ``docs/reference.md`` ("Quoted sentences") holds the paper's passage around it; a test
-    checks that each quote is in it word for word."""
+    checks that each quote is in it word for word. ``paper_reads``: the epoch at which the
+    paper reports the numbers the sentence is about, one of :data:`PAPER_READS`, as its text
+    says (the claims built from the quote carry it)."""
 
     paper: str
     location: str
     text: str
+    paper_reads: str = "not stated"
+
+    def __post_init__(self) -> None:
+        if self.paper_reads not in PAPER_READS:
+            raise invalid("paper_reads", self.paper_reads, f"one of {PAPER_READS}")
 
 
 #: The sentences the claims quote, by key.
@@ -322,27 +356,32 @@ QUOTES: dict[str, Quote] = {
         "Sec. 4 (after Thm. 4.1), on the experiments of Sec. 5.1 (Tables 1-2)",
         "PAL can significantly boost the performance of the existing long-tailed "
         "classification methods",
+        paper_reads="not stated",  # Sec. 5.1 reports accuracies, not at which epoch
     ),
     "elm_lt": Quote(
         "ELM",
         "Sec. IV, on Table 1 (imbalanced CIFAR)",
         "ELM loss with DRW was the highest accuracy in all ratios",
+        paper_reads="not stated",  # Sec. IV: "conducted one time", no epoch named
     ),
     "ce_fnpal": Quote(
         "PAL",
         "Sec. 5.2, Results (Tables 3-4)",
         "CE+FNPAL performs much better than the original CE in all noisy cases",
+        paper_reads="not stated",  # Tables 3-4: "validation accuracy", no epoch named
     ),
     "apl_fnpal": Quote(
         "PAL",
         "Sec. 5.2, Results (Tables 3-4)",
         "we also add FNPAL to APLs (NCE+RCE and NFL+RCE), which surprisingly brings obvious "
         "positive gains",
+        paper_reads="not stated",  # Tables 3-4, as above
     ),
     "fnpn": Quote(
         "PAL",
         "Sec. 5.2 (Fig. 5a: CIFAR-10, symmetric 0.6)",
         "Under the same $s$, CE+FNPAL always shows better performance than CE+FNPN",
+        paper_reads="not stated",  # Fig. 5a plots accuracies, no epoch named
     ),
 }
 
@@ -352,6 +391,13 @@ _ORIENT = "(palviz question, not a paper claim) does the {o} orientation of PAL'
 def _source(key: str) -> str:
     q = QUOTES[key]
     return f"{q.paper}, {q.location}"
+
+
+def _quoted(key: str) -> dict[str, str]:
+    """The fields of a :class:`Claim` that come from ``QUOTES[key]``: its text, its source and
+    the epoch the paper reads."""
+    q = QUOTES[key]
+    return {"claim": q.text, "source": _source(key), "paper_reads": q.paper_reads}
 
 
 def _replication(setup: Mapping[str, Any]) -> tuple[tuple[int, ...], str] | None:
@@ -388,11 +434,10 @@ def long_tailed_claims(
             claims.append(
                 Claim(
                     "06",
-                    QUOTES["pal_lt"].text,
-                    _source("pal_lt"),
-                    m,
-                    m + "+PAL",
-                    where,
+                    **_quoted("pal_lt"),
+                    baseline=m,
+                    method=m + "+PAL",
+                    where=where,
                     family="PAL boosts long-tailed methods" + suffix,
                     reading="all",
                     **common,
@@ -405,11 +450,10 @@ def long_tailed_claims(
                 claims.append(
                     Claim(
                         "06",
-                        QUOTES["elm_lt"].text,
-                        _source("elm_lt"),
-                        m,
-                        "ELM-DRW",
-                        where,
+                        **_quoted("elm_lt"),
+                        baseline=m,
+                        method="ELM-DRW",
+                        where=where,
                         family="ELM-DRW highest in all ratios" + suffix,
                         reading="all",
                         **common,
@@ -427,6 +471,7 @@ def long_tailed_claims(
                         "CE+PAL",
                         f"CE+PAL ({o})",
                         where,
+                        paper_reads="",  # palviz's question: no paper to read it at an epoch
                         family=f"{o} orientation" + suffix,
                         reading="all" if len(settings) > 1 else "single",
                         **common,
@@ -464,7 +509,6 @@ def noisy_claims(
     The APL family is declared in every profile, so a profile that does not train it says
     so ("not run in this profile"); a replication leaves out what it does not train.
     ``seeds`` and ``tag`` as for :func:`long_tailed_claims`; ``replication`` likewise."""
-    source = _source("ce_fnpal")
     suffix = f" {tag}" if tag else ""
     settings = [("symmetric", eta) for eta in setup["symmetric"]]
     settings += [("asymmetric", eta) for eta in setup["asymmetric"]]
@@ -480,11 +524,10 @@ def noisy_claims(
                 claims.append(
                     Claim(
                         "07",
-                        QUOTES["ce_fnpal"].text,
-                        source,
-                        "CE",
-                        "CE+FNPAL",
-                        where,
+                        **_quoted("ce_fnpal"),
+                        baseline="CE",
+                        method="CE+FNPAL",
+                        where=where,
                         family="CE+FNPAL beats CE in all noisy cases" + suffix,
                         reading="all",
                         seeds=seeds,
@@ -497,11 +540,10 @@ def noisy_claims(
             claims.append(
                 Claim(
                     "07",
-                    QUOTES["apl_fnpal"].text,
-                    _source("apl_fnpal"),
-                    apl,
-                    apl + "+FNPAL",
-                    where,
+                    **_quoted("apl_fnpal"),
+                    baseline=apl,
+                    method=apl + "+FNPAL",
+                    where=where,
                     family="FNPAL gains on APLs" + suffix,
                     reading="all",
                     seeds=seeds,
@@ -514,11 +556,10 @@ def noisy_claims(
                 claims.append(
                     Claim(
                         "07",
-                        QUOTES["fnpn"].text,
-                        _source("fnpn"),
-                        base,
-                        method,
-                        where,
+                        **_quoted("fnpn"),
+                        baseline=base,
+                        method=method,
+                        where=where,
                         family="FNPAL beats FNPN under the same s" + suffix,
                         reading="all",
                         seeds=seeds,

@@ -22,7 +22,13 @@ import numpy as np
 import pandas as pd
 
 from palviz.checks import check_range, invalid
-from palviz.experiments.claims import CLAIM_COLUMNS, Claim, seeds_text, typed_claims
+from palviz.experiments.claims import (
+    BEST_EPOCH,
+    CLAIM_COLUMNS,
+    Claim,
+    seeds_text,
+    typed_claims,
+)
 from palviz.files import resolve_profile
 from palviz.stats import (
     CONSISTENT,
@@ -32,10 +38,30 @@ from palviz.stats import (
     family_verdict,
     holm,
     paired_difference,
-    verdict,
+    sign_flip_floor,
 )
 
-__all__ = ["claims_explanation", "claims_markdown", "claims_summary", "evaluate_claims"]
+__all__ = [
+    "P_NAMES",
+    "VERDICT_P",
+    "claims_explanation",
+    "claims_markdown",
+    "claims_summary",
+    "evaluate_claims",
+]
+
+#: The p-value columns of a reading, by the name the table shows.
+P_NAMES = {"p_value": "p (t)", "p_signflip": "p (sign-flip)"}
+
+#: The p-value every verdict rests on (a key of :data:`P_NAMES`): the member verdicts, Holm's
+#: correction and the family verdicts all read this column, and :func:`claims_explanation`
+#: names it and says why. The paired t-test: the sign-flip p cannot fall below 0.05 with fewer
+#: than 6 pairs (:func:`palviz.stats.sign_flip_floor`), so a verdict on it could never be
+#: anything but inconclusive at the sizes the CPU profiles run.
+VERDICT_P = "p_value"
+
+#: The two readings of a comparison: the prefix of their columns and what the table calls them.
+_EPOCHS = (("", "last epoch"), ("best_", "best epoch"))
 
 #: Metrics of :func:`palviz.experiments.tables.results_frame` that are accuracies (fractions),
 #: reported by :func:`evaluate_claims` in percentage points.
@@ -101,22 +127,37 @@ def evaluate_claims(
     family's verdict (:func:`~palviz.stats.family_verdict`) above one ``level="member"`` row
     per comparison.
 
+    Each comparison is read twice, side by side: on the claim's ``metric`` (the last epoch,
+    the :data:`~palviz.experiments.claims.READING_COLUMNS`) and on its best-epoch twin
+    (:data:`~palviz.experiments.claims.BEST_EPOCH`, the same columns prefixed ``best_``;
+    NaN, with an empty ``best_verdict``, for a metric that has none). ``paper_reads`` is the
+    claim's: the epoch the paper used.
+
     A member row: ``comparison`` (``"<method> - <baseline> (<setting>)"``), ``metric``,
-    ``seeds`` and ``n_seeds`` (the seeds both methods ran in the setting, the pairs);
-    ``mean_diff``, ``ci_low``, ``ci_high`` (the mean per-seed difference and its
+    ``seeds`` and ``n_seeds`` (the seeds both methods ran in the setting, the pairs); per
+    reading ``mean_diff``, ``ci_low``, ``ci_high`` (the mean per-seed difference and its
     ``confidence`` Student-t interval, :func:`~palviz.stats.paired_difference`; accuracies
     in percentage points, other metrics in their own unit); ``p_value`` (two-sided paired
     t), ``p_signflip`` (exact sign-flip permutation, :func:`~palviz.stats.sign_flip_p`),
-    ``p_holm`` (``p_value`` adjusted by :func:`~palviz.stats.holm` across the family's
-    members); ``verdict`` (:func:`~palviz.stats.verdict` of the unadjusted interval: the
-    comparison on its own); ``steps_per_run`` (the SGD steps of the runs compared, the
-    largest if they differ); ``paper_steps`` (``paper_steps`` itself, or its value for the
-    claim's ``where``, e.g. :func:`palviz.experiments.budget.paper_steps_for`).
+    ``p_holm`` (the :data:`VERDICT_P` column adjusted by :func:`~palviz.stats.holm` across
+    the family's members); ``verdict`` (the comparison on its own:
+    :func:`~palviz.stats.family_verdict` of one member on :data:`VERDICT_P` at level
+    ``1 - confidence``; for the t p-value the same as its interval lying wholly on one side
+    of 0); ``steps_per_run`` (the SGD steps of the runs compared, the largest if they
+    differ); ``paper_steps`` (``paper_steps`` itself, or its value for the claim's ``where``,
+    e.g. :func:`palviz.experiments.budget.paper_steps_for`).
 
-    A family row: the claim's words, source and ``reading``; ``comparison`` says how many
-    comparisons it reads; ``n_seeds`` is the fewest pairs of any member; ``p_holm`` is the
-    adjusted p that decides it (the largest of the members for ``all``, the smallest for
-    ``any``); the interval columns are empty.
+    A family row: the claim's words, source, ``paper_reads`` and ``reading``;
+    ``comparison`` says how many comparisons it reads; ``n_seeds`` is the fewest pairs of
+    any member; per reading, the p-values of the two conclusions that decide the verdict
+    (:func:`~palviz.stats.family_verdict`): ``p_value`` and ``p_signflip`` that of the one
+    about *every* member (an intersection-union test: the largest of the members' p-values,
+    a member on the wrong side counting as 1), ``p_holm`` that of the one about *some*
+    member (the smallest Holm-adjusted p of the members on the side it needs, 1 if none).
+    Under ``"all"`` "every" is every member for the claim and "some" is some member
+    against it; under ``"any"`` "some" is some member for it and "every" every member
+    against it. So the family is decided at ``p_value`` (or :data:`VERDICT_P`'s column)
+    below ``1 - confidence`` or at ``p_holm`` below it. The interval columns are empty.
 
     ``frame`` is :func:`palviz.experiments.tables.results_frame` of the runs. Runs pair by seed; a
     seed that only one of the two methods ran (or whose metric is NaN) is left out. A comparison
@@ -136,18 +177,24 @@ def evaluate_claims(
     for claim in claims:
         if not isinstance(claim, Claim):
             raise invalid("claims", claim, "Claim objects")
+        best = BEST_EPOCH.get(claim.metric)
         if len(frame) and claim.metric not in frame:
             raise invalid(f"metric of claim {claim.claim!r}", claim.metric, "a frame column")
+        if len(frame) and best is not None and best not in frame:
+            rule = f"a metric whose best-epoch twin {best!r} is a frame column"
+            raise invalid(f"metric of claim {claim.claim!r}", claim.metric, rule)
         members = families.setdefault((claim.notebook, claim.family), [])
-        if members and (members[0]["claim"], members[0]["reading"]) != (
+        first = members[0] if members else None
+        if first and (first["claim"], first["reading"], first["paper_reads"]) != (
             claim.claim,
             claim.reading,
+            claim.paper_reads,
         ):
             raise invalid(
                 f"claims of family {claim.family!r}",
-                (claim.claim, claim.reading),
-                f"the same claim text and reading as its first member "
-                f"({members[0]['claim']!r}, {members[0]['reading']!r})",
+                (claim.claim, claim.reading, claim.paper_reads),
+                f"the same claim text, reading and paper_reads as its first member "
+                f"({first['claim']!r}, {first['reading']!r}, {first['paper_reads']!r})",
             )
         members.append(_member_row(frame, claim, profile, paper_steps, confidence))
     rows = []
@@ -158,11 +205,35 @@ def evaluate_claims(
                 "single",
                 f"'all' or 'any' for {len(members)} comparisons",
             )
-        for member, adjusted in zip(members, holm([m["p_value"] for m in members]), strict=True):
-            member["p_holm"] = adjusted
+        for prefix, _ in _EPOCHS:
+            adjusted = holm([m[prefix + VERDICT_P] for m in members])  # (7) across the family
+            for member, p in zip(members, adjusted, strict=True):
+                member[prefix + "p_holm"] = p
         rows.append(_family_row(members, 1 - confidence))
         rows.extend(members)
     return typed_claims(pd.DataFrame(rows, columns=list(CLAIM_COLUMNS)))
+
+
+def _reading(
+    a: pd.Series, b: pd.Series, metric: str, direction: int, confidence: float
+) -> tuple[dict, int, list]:
+    """One reading of a comparison: its :data:`READING_COLUMNS` (but ``p_holm``), the number
+    of pairs and their seeds, from the per-seed values ``a`` (baseline) and ``b`` (method)."""
+    common = [s for s in a.index if s in set(b.index)]
+    if not common:
+        return {}, 0, []
+    factor = 100.0 if _is_accuracy(metric) else 1.0
+    d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
+    values = {
+        "mean_diff": d.mean,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+        "p_value": d.p_value,
+        "p_signflip": d.p_signflip,
+    }
+    alpha = 1 - confidence
+    values["verdict"] = family_verdict("single", [d.mean], [values[VERDICT_P]], [direction], alpha)
+    return values, d.n, common
 
 
 def _member_row(
@@ -170,98 +241,96 @@ def _member_row(
 ) -> dict:
     steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
     steps = _check_paper_steps(steps)
-    nan = float("nan")
-    row = {
-        "profile": profile,
-        "notebook": claim.notebook,
-        "family": claim.family,
-        "level": "member",
-        "reading": claim.reading,
-        "claim": claim.claim,
-        "source": claim.source,
-        "comparison": claim.comparison(),
-        "metric": claim.metric,
-        "seeds": "",
-        "n_seeds": 0,
-        "mean_diff": nan,
-        "ci_low": nan,
-        "ci_high": nan,
-        "p_value": nan,
-        "p_signflip": nan,
-        "p_holm": nan,
-        "verdict": NOT_RUN,
-        "steps_per_run": pd.NA,
-        "paper_steps": pd.NA if steps is None else steps,
-        "_direction": claim.direction,
-    }
+    best = BEST_EPOCH.get(claim.metric)
+    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    row.update(
+        profile=profile,
+        notebook=claim.notebook,
+        family=claim.family,
+        level="member",
+        reading=claim.reading,
+        claim=claim.claim,
+        source=claim.source,
+        paper_reads=claim.paper_reads,
+        comparison=claim.comparison(),
+        metric=claim.metric,
+        seeds="",
+        n_seeds=0,
+        verdict=NOT_RUN,
+        best_verdict=NOT_RUN if best is not None else "",
+        steps_per_run=pd.NA,
+        paper_steps=pd.NA if steps is None else steps,
+        _direction=claim.direction,
+    )
     if not len(frame):
         return row
     base_runs = _select(frame, claim, claim.baseline)
     method_runs = _select(frame, claim, claim.method)
-    a = _by_seed(base_runs, claim, claim.baseline, claim.metric)
-    b = _by_seed(method_runs, claim, claim.method, claim.metric)
-    common = [s for s in a.index if s in set(b.index)]
-    if not common:
-        return row
-    factor = 100.0 if _is_accuracy(claim.metric) else 1.0
-    d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
-    paired = pd.concat(
-        [base_runs[base_runs["seed"].isin(common)], method_runs[method_runs["seed"].isin(common)]]
-    )
-    row.update(
-        seeds=seeds_text(common),
-        n_seeds=d.n,
-        mean_diff=d.mean,
-        ci_low=d.ci_low,
-        ci_high=d.ci_high,
-        p_value=d.p_value,
-        p_signflip=d.p_signflip,
-        verdict=verdict(d.ci_low, d.ci_high, claim.direction),
-        steps_per_run=_steps(paired),
-    )
+    for (prefix, _), metric in zip(_EPOCHS, (claim.metric, best), strict=True):
+        if metric is None:
+            continue
+        a = _by_seed(base_runs, claim, claim.baseline, metric)
+        b = _by_seed(method_runs, claim, claim.method, metric)
+        values, n, common = _reading(a, b, metric, claim.direction, confidence)
+        row.update({prefix + k: v for k, v in values.items()})
+        if prefix == "" and n:  # the pairs of the claim's own metric
+            paired = pd.concat(
+                [
+                    base_runs[base_runs["seed"].isin(common)],
+                    method_runs[method_runs["seed"].isin(common)],
+                ]
+            )
+            row.update(seeds=seeds_text(common), n_seeds=n, steps_per_run=_steps(paired))
     return row
 
 
 def _family_row(members: list[dict], alpha: float) -> dict:
     first = members[0]
     reading = first["reading"]
-    ran = [m["n_seeds"] > 0 for m in members]
-    adjusted = [m["p_holm"] for m in members]
-    decided = [p for p in adjusted if not math.isnan(p)]
-    deciding = float("nan")
-    if decided:
-        deciding = min(decided) if reading == "any" else max(decided)
     what = {"all": "all of", "any": "any of", "single": ""}[reading]
     n = len(members)
     comparison = first["comparison"] if reading == "single" else f"{what} the {n} comparisons below"
     steps = [m["steps_per_run"] for m in members if not pd.isna(m["steps_per_run"])]
     papers = [m["paper_steps"] for m in members if not pd.isna(m["paper_steps"])]
     seeds = sorted({x for m in members for x in _parse_seeds(m["seeds"])})
-    verdict_ = family_verdict(
-        reading,
-        [m["mean_diff"] for m in members],
-        adjusted,
-        [m.pop("_direction") for m in members],
-        alpha,
-        run=ran,
+    directions = [m.pop("_direction") for m in members]
+    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    row.update(
+        {c: first[c] for c in ("profile", "notebook", "family", "reading", "claim", "source")},
+        paper_reads=first["paper_reads"],
+        level="family",
+        comparison=comparison,
+        metric=first["metric"],
+        seeds=seeds_text(seeds),
+        n_seeds=min(m["n_seeds"] for m in members),
+        steps_per_run=max(steps) if steps else pd.NA,
+        paper_steps=max(papers) if papers else pd.NA,
     )
-    return {
-        **{c: first[c] for c in ("profile", "notebook", "family", "reading", "claim", "source")},
-        "level": "family",
-        "comparison": comparison,
-        "metric": first["metric"],
-        "seeds": seeds_text(seeds),
-        "n_seeds": min(m["n_seeds"] for m in members),
-        "mean_diff": float("nan"),
-        "ci_low": float("nan"),
-        "ci_high": float("nan"),
-        "p_value": float("nan"),
-        "p_signflip": float("nan"),
-        "p_holm": deciding,
-        "verdict": verdict_,
-        "steps_per_run": max(steps) if steps else pd.NA,
-        "paper_steps": max(papers) if papers else pd.NA,
-    }
+    # "all": every member for the claim (consistent), some member against it (contradicted);
+    # "any": some member for it (consistent), every member against it (contradicted)
+    every = +1 if reading != "any" else -1
+    for prefix, _ in _EPOCHS:
+        if not first[prefix + "verdict"]:  # a metric without a best-epoch twin
+            row[prefix + "verdict"] = ""
+            continue
+        means = [m[prefix + "mean_diff"] for m in members]
+        sides = [np.sign(x) * d for x, d in zip(means, directions, strict=True)]  # +1: claimed
+        for column in P_NAMES:  # (10, 11) "every member": the largest p, 1 on the other side
+            p = [m[prefix + column] for m in members]
+            if not all(math.isnan(x) for x in p):
+                row[prefix + column] = max(
+                    x if side == every and not math.isnan(x) else 1.0
+                    for x, side in zip(p, sides, strict=True)
+                )
+        adjusted = [m[prefix + "p_holm"] for m in members]
+        if not all(math.isnan(x) for x in adjusted):  # (10, 11) "some member": smallest Holm p
+            row[prefix + "p_holm"] = min(
+                [x for x, side in zip(adjusted, sides, strict=True) if side == -every] or [1.0]
+            )
+        p = [m[prefix + VERDICT_P] for m in members]
+        ran = [not math.isnan(x) for x in means]
+        row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha, run=ran)
+    return row
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -283,12 +352,13 @@ def _signed(x: float) -> str:
     return f"{x:+.1f}"
 
 
-def _difference_text(row: pd.Series) -> str:
-    if row["n_seeds"] == 0 or pd.isna(row["mean_diff"]):
+def _difference_text(row: pd.Series, prefix: str = "") -> str:
+    mean, low, high = (row[prefix + c] for c in ("mean_diff", "ci_low", "ci_high"))
+    if row["n_seeds"] == 0 or pd.isna(mean):
         return "n/a"
-    if pd.isna(row["ci_low"]) or pd.isna(row["ci_high"]):
-        return f"{_signed(row['mean_diff'])} [no interval: one seed]"
-    return f"{_signed(row['mean_diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]"
+    if pd.isna(low) or pd.isna(high):
+        return f"{_signed(mean)} [no interval: one seed]"
+    return f"{_signed(mean)} [{_signed(low)}, {_signed(high)}]"
 
 
 def _steps_text(value: Any) -> str:
@@ -304,98 +374,161 @@ def _p_text(value: Any) -> str:
 def claims_markdown(df: pd.DataFrame) -> str:
     """``df`` (:func:`evaluate_claims` or :func:`palviz.experiments.claims.read_claims`) as a
     markdown table, family by family: a family row in bold (notebook, the claim quoted with
-    its source, how it is read, the Holm-adjusted p that decides it, its verdict), then one
-    row per comparison (the seeds and their number, the mean difference with its interval to
-    one decimal, ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies; the paired-t p,
-    the sign-flip p, the Holm-adjusted p, the comparison's own verdict; the steps per run
-    beside the paper's)."""
+    its source, how it is read, the epoch the paper reads, and per epoch its p-values and
+    verdict), then one row per comparison (the seeds and their number; at the last and at
+    the best epoch side by side: the mean difference with its interval to one decimal,
+    ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies, the paired-t p, the sign-flip
+    p, the Holm-adjusted p and the comparison's own verdict; the steps per run beside the
+    paper's)."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
     rows = []
     for _, r in df.iterrows():
         family = r["level"] == "family"
         quote = '"' + str(r["claim"]).strip('"') + '"'
-        reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
         cells = {
             "nb": str(r["notebook"]) if family else "",
             "claim": f"**{quote}** ({r['source']})" if family else "",
             "comparison": (reading[str(r["reading"])] if family else str(r["comparison"])),
+            "paper reads": (str(r["paper_reads"]) or "-") if family else "",
             "seeds (n)": "" if family or not r["n_seeds"] else f"{r['seeds']} ({r['n_seeds']})",
-            "mean difference [CI]": "" if family else _difference_text(r),
-            "p (t)": "" if family else _p_text(r["p_value"]),
-            "p (sign-flip)": "" if family else _p_text(r["p_signflip"]),
-            "p (Holm)": f"**{_p_text(r['p_holm'])}**" if family else _p_text(r["p_holm"]),
-            "verdict": f"**{r['verdict']}**" if family else str(r["verdict"]),
-            "steps per run": "" if family else _steps_text(r["steps_per_run"]),
-            "paper's steps": "" if family else _steps_text(r["paper_steps"]),
         }
+        for prefix, epoch in _EPOCHS:
+            when = epoch.split()[0]
+            p = {name: _p_text(r[prefix + column]) for column, name in P_NAMES.items()}
+            p["p (Holm)"] = _p_text(r[prefix + "p_holm"])
+            verdict_ = str(r[prefix + "verdict"]) or "-"
+            cells[f"{when}: mean difference [CI]"] = "" if family else _difference_text(r, prefix)
+            for name, text in p.items():
+                cells[f"{when}: {name}"] = f"**{text}**" if family else text
+            cells[f"{when}: verdict"] = f"**{verdict_}**" if family else verdict_
+        cells["steps per run"] = "" if family else _steps_text(r["steps_per_run"])
+        cells["paper's steps"] = "" if family else _steps_text(r["paper_steps"])
         rows.append({k: v.replace("|", "\\|") for k, v in cells.items()})
     columns = list(rows[0]) if rows else ["nb", "claim", "comparison", "verdict"]
     table = pd.DataFrame(rows, columns=columns)
-    numbers_right = {"seeds (n)", "mean difference [CI]", "steps per run", "paper's steps"}
-    numbers_right |= {"p (t)", "p (sign-flip)", "p (Holm)"}
-    align = ["right" if c in numbers_right else "left" for c in table.columns]
+    left = {"nb", "claim", "comparison", "paper reads"}
+    align = ["left" if c in left or c.endswith("verdict") else "right" for c in table.columns]
     return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
 
 
+def _verdict_counts(families: pd.DataFrame, column: str) -> str:
+    verdicts = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
+    return ", ".join(f"{(families[column] == v).sum()} {v}" for v in verdicts)
+
+
 def claims_summary(df: pd.DataFrame) -> str:
-    """One sentence counting the family verdicts of ``df``, e.g. ``"4 claims: 1 consistent,
-    0 contradicted, 2 inconclusive at this size, 1 not run in this profile (12
-    comparisons)."``"""
+    """One sentence counting the family verdicts of ``df`` at each epoch, e.g. ``"4 claims,
+    at the last epoch: 1 consistent, 0 contradicted, 2 inconclusive at this size, 1 not run
+    in this profile; at the best epoch: ... (12 comparisons)."``"""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
     families = df[df["level"] == "family"]
-    counts = [f"{(families['verdict'] == v).sum()} {v}" for v in (CONSISTENT, CONTRADICTED)]
-    counts += [f"{(families['verdict'] == v).sum()} {v}" for v in (INCONCLUSIVE, NOT_RUN)]
+    counts = "; ".join(
+        f"at the {epoch}: {_verdict_counts(families, prefix + 'verdict')}"
+        for prefix, epoch in _EPOCHS
+    )
     members = int((df["level"] == "member").sum())
-    return f"{len(families)} claims: {', '.join(counts)} ({members} comparisons)."
+    claims = "claim" if len(families) == 1 else "claims"
+    return f"{len(families)} {claims}, {counts} ({members} comparisons)."
+
+
+def _why_verdict_p(pairs: list[int], alpha: float) -> str:
+    """Why the verdicts rest on :data:`VERDICT_P`, for the numbers of pairs in the table."""
+    small = [n for n in pairs if sign_flip_floor(n) >= alpha]  # (6a) 2 / 2^n >= alpha
+    if VERDICT_P == "p_value":
+        why = (
+            "it can tell a steady difference from none with few pairs, at the price of assuming "
+            "normal differences"
+        )
+        if small:
+            why += (
+                f", while with {', '.join(map(str, small))} pairs the sign-flip p cannot fall "
+                f"below {alpha:g}, so a verdict on it could never be anything but "
+                f"{INCONCLUSIVE}"
+            )
+        return why + "; p (sign-flip) stays beside it as a check that does not assume normality"
+    why = "it assumes no normality and is exact at any number of pairs"
+    if small:
+        why += (
+            f"; with {', '.join(map(str, small))} pairs it cannot fall below {alpha:g}, so "
+            f"those comparisons read {INCONCLUSIVE} whatever the runs show"
+        )
+    return why
 
 
 def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
     """How to read the claims table ``df`` (:func:`evaluate_claims`), as markdown whose
-    numbers come from ``df``: the tests, the sign-flip floor for the pairs present, Holm's
-    correction, the verdict words, and which claims this profile could not read."""
+    numbers come from ``df``: the two epochs and the one the paper reads, the two tests (what
+    each assumes, the sign-flip floor for the pairs present) and which one the verdicts rest
+    on (:data:`VERDICT_P`), where Holm's correction is used and where it is not, the verdict
+    words, and which claims this profile could not read."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
     members = df[df["level"] == "member"]
+    families = df[df["level"] == "family"]
     pairs = sorted({int(n) for n in members["n_seeds"] if n > 1})
     alpha = 1 - confidence
     level = f"{100 * confidence:g} %"
+    rule = P_NAMES[VERDICT_P]
+    stated = families[families["paper_reads"] != ""]
+    named = {"not stated": "*not stated* (the paper's text names neither epoch)"}
+    reads = ", ".join(
+        f"{named.get(v, f'*{v}*')} for {stated['paper_reads'].eq(v).sum()} of the "
+        f"{len(stated)} papers' claims"
+        for v in dict.fromkeys(stated["paper_reads"])
+    )
+    floor = "With n pairs it cannot go below 2/2^n two-sided (1/2^n one-sided)"
+    if pairs:
+        floors = ", ".join(f"{sign_flip_floor(n):.3g} for {n} pairs" for n in pairs)  # (6a)
+        floor += f": {floors} here"
     lines = [
         f"**How to read this table.** {claims_summary(df)}",
         "",
         "- *Paired runs.* Each comparison is read per seed: the two runs of a seed share the "
         "data subset, the noise draw and the initialisation, so the difference removes what they "
-        "share. *mean difference [CI]* is the mean over seeds (points of last-epoch test "
-        f"accuracy) with its {level} Student-t interval (n - 1 degrees of freedom).",
-        '- *p (t)* is the two-sided paired t-test of "no difference" (the interval excludes 0 '
-        f"exactly when p (t) < {alpha:g}). *p (sign-flip)* assumes no distribution: under no "
-        "difference each seed's sign is a coin toss, and p counts the sign patterns at least as "
-        "extreme. With n pairs it cannot go below 2/2^n",
-    ]
-    if pairs:
-        floors = ", ".join(f"{2 / 2**n:.3g} for {n} pairs" for n in pairs)
-        lines[-1] += f" ({floors} here)"
-        if max(pairs) < 6:
-            lines[-1] += f", so at these sizes it can never reach {alpha:g} and serves as a check"
-    lines[-1] += "."
-    lines += [
+        "share. *mean difference [CI]* is the mean over seeds (points of test accuracy) with its "
+        f"{level} Student-t interval (n - 1 degrees of freedom).",
+        "- *Two epochs, side by side.* Every comparison is read at the *last* epoch (the model "
+        "after training) and at the *best* one (the epoch of highest test accuracy, what "
+        "LDAM-DRW's reference code reports as `best_acc1`; chosen on the test set itself, so it "
+        "leans high). *paper reads* says which one the paper used, as its text says"
+        + (f"; here {reads}." if reads else "."),
+        '- *Two tests of "no difference".* *p (t)*, the two-sided paired t-test, assumes normal '
+        f"paired differences (the interval excludes 0 exactly when p (t) < {alpha:g}); "
+        "*p (sign-flip)*, the exact sign-flip test, assumes only differences symmetric about 0 "
+        "(each seed's sign a coin toss) and counts the sign patterns at least as extreme. "
+        f"{floor}. **The verdicts rest on {rule}**: {_why_verdict_p(pairs, alpha)}.",
         "- *A claim is a family.* The paper's sentence is read at the strength it states: "
         '"all" (every comparison must hold), "any" (one must), or a single comparison. '
-        f"Reading several comparisons at once at the {100 * alpha:g} % level each would give "
-        "false verdicts by chance, so *p (Holm)* adjusts p (t) across the comparisons of its "
-        "family (Holm's step-down: the smallest p times m, the next times m - 1, ..., never "
-        "decreasing), "
-        f"which keeps the chance of any false verdict in the family at most {alpha:g}.",
-        f"- *Verdicts.* A comparison on its own (its row): **{CONSISTENT}** when its whole "
-        f"interval lies on the claimed side of 0, **{CONTRADICTED}** when it lies on the other "
-        f"side, **{INCONCLUSIVE}** when it contains 0 - or only touches it: an interval ending "
-        f"at 0 means p (t) = {alpha:g} exactly, not below it, so the data cannot tell the "
-        'difference from none. A family (bold row): under "all" consistent when every member '
-        f"has p (Holm) < {alpha:g} on the claimed side, contradicted when any member has it on "
-        'the other side; under "any" consistent when one member has it on the claimed side.',
+        '"All" is consistent when every member has '
+        f"{rule} < {alpha:g} on the claimed side, each at its own p, without correction: a "
+        "conclusion about every member is an intersection-union test, and each member's test at "
+        f"level {alpha:g} is already a level-{alpha:g} test of the family. Holm's correction "
+        f"(*p (Holm)*, {rule} adjusted across the family: the smallest p times m, the next "
+        "times m - 1, ..., never decreasing; it keeps the chance of any false verdict in the "
+        f"family at most {alpha:g}) is used where one member is enough: *contradicted* of an "
+        '"all" family (some member with p (Holm) < '
+        f'{alpha:g} on the other side) and *consistent* of an "any" family (some member with '
+        f'p (Holm) < {alpha:g} on the claimed side); *contradicted* of an "any" family needs '
+        f"every member on the other side, again each at its own {rule}. A family row shows the "
+        f"two p-values its verdict is read from: {rule}, that of the conclusion about every "
+        "member (the members' largest, a member on the wrong side counting as 1), and p (Holm), "
+        "that of the conclusion about some member (the smallest adjusted p on the side it needs, "
+        '1 if none): under "all", consistent when the first is below '
+        f'{alpha:g}, contradicted when the second is; under "any" the other way round.',
+        f"- *Verdicts.* A comparison on its own (its row): **{CONSISTENT}** when {rule} < "
+        f"{alpha:g} with the difference on the claimed side of 0, **{CONTRADICTED}** when on "
+        f"the other side, else **{INCONCLUSIVE}**"
+        + (
+            " - for p (t) the same as its whole interval lying on one side of 0; an interval "
+            f"that only touches 0 means p (t) = {alpha:g} exactly, not below it, so the data "
+            "cannot tell the difference from none."
+            if VERDICT_P == "p_value"
+            else "."
+        ),
     ]
-    families = df[df["level"] == "family"]
     counts = members.groupby(["notebook", "family"], sort=False).size()
     thin = [
         f for (nb, f), n in counts.items() if n == 1 and (families["family"] == f).any()
@@ -407,7 +540,7 @@ def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
             f"- *Read from one comparison here:* {names}: the sentence covers more settings "
             "than this profile trains (the `full` profile reads more of them)."
         )
-    not_run = df[(df["level"] == "family") & (df["verdict"] == NOT_RUN)]
+    not_run = families[families["verdict"] == NOT_RUN]
     if len(not_run):
         names = "; ".join(f"*{f}*" for f in not_run["family"])
         lines.append(

@@ -251,7 +251,7 @@ def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
     """The measured block of ``profile`` (its two marker lines included), from the files in
     :func:`results_dir` only."""
     from palviz.experiments.claims import read_claims_file
-    from palviz.experiments.claims_table import claims_markdown
+    from palviz.experiments.claims_table import claims_explanation, claims_markdown
 
     start, end = block_markers(profile)
     folder = results_dir(profile, root)
@@ -292,6 +292,7 @@ def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
         if len(frame):
             parts.append(f"**The papers' claims** (`{where}{CLAIMS}`):")
             parts.append(claims_markdown(frame).rstrip("\n"))
+            parts.append(claims_explanation(frame).rstrip("\n"))
         else:
             parts.append(f"**The papers' claims:** `{where}{CLAIMS}` has no rows.")
     else:
