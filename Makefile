@@ -5,6 +5,7 @@
 #                  tests (notebooks in smoke profile; a cluster test without its engine fails)
 #   make lab       install with JupyterLab, register the nbstripout git filter, open the notebooks
 #   make test-browser  the browser test alone (JupyterLab and the course pages in Chromium)
+#   make check-quick   retrain quick from an empty run cache; its result files must equal docs/results/quick/
 PY ?= python3
 PIP ?= $(PY) -m pip
 # torch and torchvision are installed together, before the package, so that pip picks a matching
@@ -14,7 +15,7 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 PROFILE ?=
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
 
-.PHONY: install install-test figures test test-browser lint lab strip-filter bench clean-smoke
+.PHONY: install install-test figures test test-browser lint lab strip-filter bench clean-smoke check-quick
 
 install:
 	$(PIP) install --quiet $(TORCH_SPEC)
@@ -53,6 +54,12 @@ lab:
 	$(PIP) install --quiet -e ".[lab]"
 	$(MAKE) strip-filter
 	cd notebooks && $(PY) -m jupyter lab
+
+# quick's results from an empty run cache equal the committed ones (docs/results.md)
+check-quick: install
+	runs=$$(mktemp -d) && PALVIZ_RUNS=$$runs $(PY) -m palviz figures --profile quick && \
+	for f in claims.csv 06_long_tailed_results.md 07_noisy_labels_results.md; do \
+		cmp figures/$$f docs/results/quick/$$f || exit 1; done && echo "quick: results unchanged"
 
 bench: install
 	$(PY) benchmarks/bench_fit.py
