@@ -10,6 +10,7 @@ import gzip
 import pickle
 import re
 import struct
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from palviz.data import (
     add_label_noise,
     asymmetric_map,
     dataset_info,
+    flip_count,
     load_dataset,
     long_tail_counts,
     long_tail_indices,
@@ -146,16 +148,82 @@ def test_make_long_tailed_keeps_the_per_class_counts_and_pairs():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_symmetric_noise_flips_exactly_int_rate_n_per_class_to_other_classes():
+def _nearest_count(rate: float, n: int) -> int:
+    """round(rate * n), halves up, in decimal arithmetic: the rule of docs/reference.md 4
+    computed independently of palviz.data.flip_count."""
+    exact = Decimal(str(rate)) * n
+    return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def test_flip_count_at_0_7_of_90_is_63_where_floating_point_truncation_gives_62():
+    assert int(0.7 * 90) == 62  # 0.7 * 90 is 62.999... in floating point (APL's count)
+    assert flip_count(0.7, 90) == 63
+    clean = np.zeros(90, dtype=np.int64)
+    noisy = add_label_noise(clean, 0.7, "symmetric", seed=0, num_classes=10)
+    assert int((noisy != clean).sum()) == 63
+    y = np.repeat(np.arange(10), 90)
+    noisy = add_label_noise(y, 0.7, "asymmetric", dataset="mnist", seed=0)
+    assert int((noisy[y == 7] == 1).sum()) == 63
+
+
+@pytest.mark.parametrize(
+    ("rate", "n"),
+    [
+        (0.7, 90),
+        (0.29, 100),
+        (0.57, 100),
+        (0.3, 33),
+        (0.4, 399),
+        (0.45, 19),
+        (0.5, 5),
+        (0.5, 7),
+        (0.2, 408),
+        (0.8, 1000),
+        (0.0, 13),
+        (1.0, 13),
+        (0.1, 3),
+        (0.35, 10),
+    ],
+)
+def test_flip_count_is_the_nearest_integer_halves_up(rate, n):
+    assert flip_count(rate, n) == _nearest_count(rate, n)
+
+
+def test_flip_count_by_hand():
+    # 0.29 * 100 = 28.999... and 0.57 * 100 = 56.999... in floating point; 0.5 * 5 = 2.5 up
+    assert [flip_count(0.29, 100), flip_count(0.57, 100), flip_count(0.5, 5)] == [29, 57, 3]
+    assert [flip_count(0.3, 33), flip_count(0.3, 57), flip_count(0.4, 37)] == [10, 17, 15]
+
+
+@pytest.mark.parametrize(
+    ("args", "argument"), [((1.5, 10), "rate"), ((0.5, -1), "n"), ((0.5, 2.0), "n")]
+)
+def test_flip_count_rejects_bad_arguments_by_name(args, argument):
+    with pytest.raises((ValueError, TypeError), match=argument):
+        flip_count(*args)
+
+
+def test_only_a_noisy_runs_cache_key_holds_the_noise_revision(monkeypatch):
+    from palviz.experiments.runcache import RunSpec
+
+    noisy = RunSpec(dataset="mnist1d", arch="cnn1d", loss="ce", noise_rate=0.4)
+    clean = noisy.replace(noise_rate=0.0)
+    before = noisy.key(), clean.key()
+    monkeypatch.setattr(data, "NOISE_REVISION", data.NOISE_REVISION + 1)
+    assert noisy.key() != before[0]
+    assert clean.key() == before[1]
+
+
+def test_symmetric_noise_flips_exactly_round_rate_n_per_class_to_other_classes():
     y = np.concatenate([np.full(n, c) for c, n in enumerate([100, 57, 33, 10])])
     y = np.random.default_rng(0).permutation(y)
     before = y.copy()
     noisy = add_label_noise(y, 0.3, "symmetric", seed=5)
     assert np.array_equal(y, before)  # input untouched
     assert noisy.dtype == np.int64 and noisy is not y
-    for c, n in enumerate([100, 57, 33, 10]):
+    for c, flips in enumerate([30, 17, 10, 3]):  # round(0.3 n) for n = 100, 57, 33, 10
         members = y == c
-        assert int((noisy[members] != c).sum()) == int(0.3 * n)
+        assert int((noisy[members] != c).sum()) == flips
     assert set(np.unique(noisy)) <= {0, 1, 2, 3}
 
 
@@ -190,7 +258,7 @@ def test_asymmetric_noise_follows_the_map_with_exact_counts(dataset):
     for c in range(10):
         moved = noisy[y == c] != c
         if c in mapping:
-            assert int(moved.sum()) == int(0.4 * 37)
+            assert int(moved.sum()) == 15  # round(0.4 * 37) = round(14.8)
             assert set(noisy[y == c][moved]) == {mapping[c]}
         else:
             assert not moved.any()

@@ -54,7 +54,13 @@ from palviz.data.longtail import (
     make_long_tailed,
     stratified_subset,
 )
-from palviz.data.noise import ASYMMETRIC_MAPS, add_label_noise, asymmetric_map
+from palviz.data.noise import (
+    ASYMMETRIC_MAPS,
+    NOISE_REVISION,
+    add_label_noise,
+    asymmetric_map,
+    flip_count,
+)
 from palviz.data.registry import (
     DATASET_MODULES_ENV,
     DATASET_TITLES,
@@ -75,11 +81,13 @@ __all__ = [
     "LONG_TAIL_SHAPES",
     "MNIST1D_NUM_SAMPLES",
     "MNIST1D_SEED",
+    "NOISE_REVISION",
     "BatchIterator",
     "DatasetFileError",
     "DatasetInfo",
     "add_label_noise",
     "asymmetric_map",
+    "flip_count",
     "check_dataset",
     "dataset_info",
     "import_dataset_modules",

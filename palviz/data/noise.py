@@ -1,10 +1,13 @@
-"""Synthetic label noise (docs/reference.md 4): exactly ``int(rate * n_class)`` flipped labels
-per class, so the realised rate is the nominal one. The class map of asymmetric noise is part of
-each dataset's declaration (:func:`palviz.data.register_dataset`'s ``asymmetric_map``)."""
+"""Synthetic label noise (docs/reference.md 4): exactly :func:`flip_count` ``(rate, n_class)``
+flipped labels per class, the nearest integer to ``rate * n_class``, so the realised rate is the
+nominal one up to rounding. The class map of asymmetric noise is part of each dataset's
+declaration (:func:`palviz.data.register_dataset`'s ``asymmetric_map``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -13,7 +16,13 @@ from palviz.checks import check_choice, check_int, check_num_classes, check_prob
 from palviz.data.longtail import label_array
 from palviz.data.registry import DATASETS, check_dataset, dataset_info
 
-__all__ = ["ASYMMETRIC_MAPS", "add_label_noise", "asymmetric_map"]
+__all__ = ["ASYMMETRIC_MAPS", "NOISE_REVISION", "add_label_noise", "asymmetric_map", "flip_count"]
+
+#: The revision of the labels :func:`add_label_noise` draws, part of a noisy run's cache key
+#: (:meth:`palviz.experiments.runcache.RunSpec.key`): bump it whenever the same arguments could
+#: give other labels. 1: ``int(rate * n)`` flips per class; 2: :func:`flip_count`, the nearest
+#: integer.
+NOISE_REVISION = 2
 
 
 class _Maps(Mapping):
@@ -57,6 +66,19 @@ def asymmetric_map(dataset: str, num_classes: int | None = None) -> dict[int, in
     return mapping
 
 
+def flip_count(rate: float, n: int) -> int:
+    """How many of ``n`` labels noise at ``rate`` flips: the nearest integer to ``rate * n``,
+    halves rounded up, ``floor(rate * n + 1/2)``.
+
+    ``rate`` is read as the decimal it prints as (``Fraction(repr(rate))``: 0.7 is 7/10), so the
+    product is exact: 0.7 * 90 is 63, where the floating-point product is 62.999... and
+    ``int(rate * n)`` (APL's count, docs/reference.md 4) gives 62."""
+    rate = check_probability("rate", rate)
+    n = check_int("n", n, 0)
+    exact = Fraction(repr(float(rate))) * n  # rate * n, in rationals
+    return math.floor(exact + Fraction(1, 2))  # round(rate * n), halves up
+
+
 def add_label_noise(
     targets: torch.Tensor | np.ndarray | Sequence[int],
     rate: float,
@@ -67,12 +89,13 @@ def add_label_noise(
 ) -> np.ndarray:
     """Noisy copy of ``targets``; the input is never modified.
 
-    * ``"symmetric"``: in each class ``c``, exactly ``int(rate * n_c)`` labels, drawn at
-      random, move to a uniformly random *other* class.
+    * ``"symmetric"``: in each class ``c``, exactly ``flip_count(rate, n_c)`` labels (the
+      nearest integer to ``rate * n_c``), drawn at random, move to a uniformly random *other*
+      class.
     * ``"asymmetric"``: for each source class ``s`` of the dataset's map
-      (:data:`ASYMMETRIC_MAPS`), exactly ``int(rate * n_s)`` samples, chosen among those whose
-      *clean* label is ``s``, get the label ``map[s]``. Other classes are untouched. The realised
-      rate is thus the nominal rate (up to truncation).
+      (:data:`ASYMMETRIC_MAPS`), exactly ``flip_count(rate, n_s)`` samples, chosen among those
+      whose *clean* label is ``s``, get the label ``map[s]``. Other classes are untouched. The
+      realised rate is thus the nominal rate (up to rounding).
 
     Args:
         targets: ``[N]`` clean integer labels in ``[0, C)`` (NumPy, torch or a list).
@@ -115,7 +138,7 @@ def add_label_noise(
         if mapping is not None and c not in mapping:
             continue
         members = np.flatnonzero(clean == c)
-        k = int(rate * len(members))
+        k = flip_count(rate, len(members))
         if k == 0:
             continue
         flipped = rng.choice(members, size=k, replace=False)

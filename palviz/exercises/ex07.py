@@ -3,7 +3,7 @@ noise; docs/reference.md 4 and 5).
 
 * ``q1`` (compute a number): FNPAL's noise-aware scale $s = 0.25 / (0.05 + \\eta)$.
 * ``q2`` (compute a number): the realised symmetric noise rate
-  $\\lfloor \\eta n_c\\rfloor / n_c$ of one class.
+  $\\lfloor \\eta n_c + 1/2\\rfloor / n_c$ of one class.
 * ``q3`` (write a function): ``symmetric_flip_count(n_c, eta)``, checked against the flips
   :func:`palviz.data.add_label_noise` makes.
 * ``q4`` (predict, then run): is $\\lambda_{\\text{PAL}}(s)$ at the noise-aware $s$ larger or
@@ -37,7 +37,17 @@ __all__ = ["q1", "q2", "q3", "q4", "q5"]
 
 Q1_ETA = 0.6
 Q2_N, Q2_ETA = 333, 0.4
-Q3_CASES = ((333, 0.4), (7, 0.5), (10, 0.3), (1000, 0.8), (5, 0.0), (3, 1.0), (19, 0.45))
+Q3_CASES = (
+    (90, 0.7),
+    (333, 0.4),
+    (7, 0.5),
+    (10, 0.3),
+    (1000, 0.8),
+    (5, 0.0),
+    (3, 1.0),
+    (19, 0.45),
+    (5, 0.5),
+)
 Q4_K, Q4_ETAS = 10, (0.2, 0.8)
 Q5_P, Q5_INDEX = (0.01, 0.04, 0.03, 0.20), 1
 CHOICES = ("larger", "smaller", "same")
@@ -95,13 +105,11 @@ def _judge_q2(answer: Any) -> str | None:
     a = float(answer)
     if _close(a, eta, 1e-9):
         return (
-            f"{a:g} is the nominal rate; exactly floor(eta n_c) = floor({eta * n:.1f}) = {flips} "
+            f"{a:g} is the nominal rate; exactly round(eta n_c) = round({eta * n:.1f}) = {flips} "
             f"labels of the {n} move, so the realised rate is a little lower"
         )
-    if a in (flips, round(eta * n)):
+    if a in (flips, math.floor(eta * n)):
         return f"{a:g} is a number of labels; the rate divides it by n_c = {n}"
-    if _close(a, round(eta * n) / n, 1e-6):
-        return f"{a:.6g} rounds eta n_c = {eta * n:.1f} up; palviz truncates it to {flips}"
     return problem
 
 
@@ -113,12 +121,8 @@ q2 = Exercise(
         "changed? A number in [0, 1]."
     ),
     judge=_judge_q2,
-    hint_text="Exactly floor(eta * n_c) labels of the class move to another class.",
-    solution_text=(
-        "import math\n\n"
-        f"n_c, eta = {Q2_N}, {Q2_ETA}\n"
-        "answer = math.floor(eta * n_c) / n_c  # 133 / 333\n"
-    ),
+    hint_text="Exactly round(eta * n_c) labels of the class (the nearest integer) move.",
+    solution_text=f"n_c, eta = {Q2_N}, {Q2_ETA}\nanswer = round(eta * n_c) / n_c  # 133 / 333\n",
 )
 
 
@@ -141,8 +145,15 @@ def _judge_q3(fn: Any) -> str | None:
         if int(out) == expected:
             continue
         said = f"{call} returned {int(out)}, palviz flips {expected} labels"
-        if int(out) == round(eta * n) or int(out) == math.ceil(eta * n):
-            return f"{said}: eta n_c = {eta * n:g} is truncated, not rounded up"
+        if (eta * n) % 1 == 0.5 and int(out) == math.floor(eta * n):
+            return f"{said}: eta n_c = {eta * n:g} is a half, and palviz rounds halves up"
+        if int(out) == int(eta * n):
+            return (
+                f"{said}: eta n_c = {eta * n!r} in floating point; palviz rounds the exact "
+                "product to the nearest integer, int() truncates it"
+            )
+        if int(out) == math.ceil(eta * n):
+            return f"{said}: eta n_c = {eta * n:g} is rounded to the nearest integer, not up"
         if int(out) == n - expected:
             return f"{said}: that is the number of labels that stay"
         return said
@@ -158,10 +169,15 @@ q3 = Exercise(
         + " against the labels `palviz.data.add_label_noise` actually changes."
     ),
     judge=_judge_q3,
-    hint_text="int(eta * n_c): floor, not round; it is a number of labels.",
+    hint_text=(
+        "The nearest integer to eta * n_c, halves up; int(0.7 * 90) is 62 because 0.7 * 90 is "
+        "62.999... in floating point: take the product exactly (fractions.Fraction)."
+    ),
     solution_text=(
+        "import math\nfrom fractions import Fraction\n\n\n"
         "def symmetric_flip_count(n_c, eta):\n"
-        "    return int(eta * n_c)  # floor: exactly this many labels move\n\n\n"
+        "    # round(eta * n_c), halves up, with eta * n_c exact: 0.7 * 90 is 63\n"
+        "    return math.floor(Fraction(str(eta)) * n_c + Fraction(1, 2))\n\n\n"
         "answer = symmetric_flip_count\n"
     ),
 )

@@ -89,8 +89,16 @@ DEPARTURES: tuple[Departure, ...] = (
         "Active-Passive-Losses `dataset.py` flips floor(floor(eta N) / C) labels in every "
         "class (symmetric); re-draws CIFAR-10's dog flips from labels already flipped; flips "
         "MNIST and CIFAR-100 samples independently (asymmetric), so counts are random",
-        "exactly floor(eta n_c) flips per (source) class, chosen from the clean labels, so the "
+        "exactly round(eta n_c) flips per (source) class, chosen from the clean labels, so the "
         "realised rate is the nominal one; every noisy run reports its transition matrix",
+        "4",
+    ),
+    Departure(
+        "Label-noise count",
+        "Active-Passive-Losses `dataset.py` truncates the count, `int(eta * N)`, in floating "
+        "point, so 0.7 * 90 = 62.999... flips 62 labels",
+        "the nearest integer to eta n_c, with eta read as the decimal it is written as "
+        "(`palviz.data.flip_count`: 63 of 90 at 0.7, halves rounded up)",
         "4",
     ),
     Departure(

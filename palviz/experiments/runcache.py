@@ -177,12 +177,15 @@ class RunSpec:
     def key(self) -> str:
         """16 hex digits identifying the result: a hash of the spec (without ``label`` and
         ``train.progress``, which only change how it is shown), palviz's version and
-        :data:`CACHE_SCHEMA`."""
+        :data:`CACHE_SCHEMA`; a noisy spec's also holds :data:`palviz.data.NOISE_REVISION`,
+        so that a change of the noise rule trains the noisy runs again and only them."""
         payload = self.to_dict()
         payload.pop("label")
         payload["train"].pop("progress")
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
+        if self.noise_rate > 0:
+            payload["_noise_revision"] = pdata.NOISE_REVISION
         text = json.dumps(payload, sort_keys=True, default=_jsonable)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

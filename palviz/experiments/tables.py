@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from palviz import metrics as pmetrics
-from palviz.data import asymmetric_map
+from palviz.data import asymmetric_map, flip_count
 from palviz.experiments.profiles import PUBLISHED_LT_ACCURACY
 from palviz.experiments.recipes import DATASET_NAMES, published_lt_accuracy
 from palviz.experiments.runcache import RunResult
@@ -501,13 +501,13 @@ def style_noisy_table(
 
 def transition_rule_error(result: RunResult) -> float:
     """How far a noisy run's realised transition matrix is from the rule that made its labels:
-    ``int(eta * n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
+    ``flip_count(eta, n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
     asymmetric: to the class :func:`palviz.data.asymmetric_map` names). The largest absolute
     difference over the diagonal (symmetric) or the whole matrix (asymmetric)."""
     T = np.asarray(result.metrics["transition_matrix"], dtype=float)
     n = np.asarray(result.metrics["train_counts"])
     eta, kind = result.spec.noise_rate, result.spec.noise_kind
-    flipped = np.array([int(eta * c) for c in n]) / n
+    flipped = np.array([flip_count(eta, int(c)) for c in n]) / n
     expected = np.eye(len(n))
     if kind == "symmetric":
         return float(np.max(np.abs(np.diag(T) - (1 - flipped))))
