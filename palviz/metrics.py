@@ -12,7 +12,10 @@ array `[k]`, NaN for a class with no sample.
   mean of its classes' accuracies, and a group with no class is ``None`` (reported as n/a).
 * **Geometry of the classifier**: pairwise cosines $\hat w_i^\top \hat w_j$, the minimum angle
   $\min_{i \neq j} \arccos(\hat w_i^\top \hat w_j)$ (the regular simplex has
-  $\arccos(-\frac{1}{k-1})$, e.g. 96.38 degrees for $k = 10$), weight and feature norms.
+  $\arccos(-\frac{1}{k-1})$, e.g. 96.38 degrees for $k = 10$), weight and feature norms. A class
+  vector that has *vanished* (norm at most `VANISHED_NORM` times the root-mean-square norm of
+  all the class vectors) has no direction: every cosine with it is NaN ("undefined: vanished"),
+  here and in :mod:`palviz.theory.layer_peeled`, which calls the same `vanished_rows`.
 * **Margins and confidence**: sample margin $\gamma_i = z_{i, y_i} - \max_{j \neq y_i} z_{ij}$
   (PAL's $\gamma_i$ when the logits are cosines), mean top softmax probability per class.
 * **Label noise**: confusion counts, the realised transition matrix
@@ -29,6 +32,7 @@ from palviz.checks import check_num_classes, check_real, invalid
 
 __all__ = [
     "SHOT_GROUPS",
+    "VANISHED_NORM",
     "alive_units",
     "alive_reach",
     "confusion_matrix",
@@ -45,10 +49,16 @@ __all__ = [
     "shot_groups",
     "simplex_error",
     "transition_matrix",
+    "vanished_rows",
     "weight_norms",
 ]
 
 SHOT_GROUPS = ("many", "medium", "few")
+
+#: A class vector whose norm is at most this fraction of the root-mean-square norm of all the
+#: class vectors, $\sqrt{\frac{1}{k}\sum_j \|w_j\|^2}$ ($= \sqrt{E_W}$ in the layer-peeled
+#: model, whose energy constraint is active), has vanished: its cosines are undefined (NaN).
+VANISHED_NORM = 1e-4
 
 
 # ----------------------------------------------------------------------------------------------
@@ -209,19 +219,34 @@ def shot_group_accuracy(
 # ----------------------------------------------------------------------------------------------
 # geometry of the classifier
 # ----------------------------------------------------------------------------------------------
+def vanished_rows(X: Any) -> np.ndarray:
+    r"""Which rows of `X` `[..., k, d]` have vanished: $\|x_i\| \leq$ `VANISHED_NORM`
+    $\cdot \sqrt{\frac{1}{k}\sum_j \|x_j\|^2}$ (bool `[..., k]`; all of them when `X` is 0).
+
+    The one test of "too short to have a direction" for every cosine palviz computes
+    (:func:`prototype_cosines`, :func:`mean_pairwise_cosine` and the layer-peeled solutions)."""
+    X = _to_numpy(X).astype(np.float64)
+    if X.ndim < 2:
+        raise ValueError(f"X must have shape (..., k, d), got {X.shape}")
+    norms = np.linalg.norm(X, axis=-1)
+    rms = np.sqrt(np.mean(norms**2, axis=-1, keepdims=True))  # sqrt((1/k) sum_j ||x_j||^2)
+    return norms <= VANISHED_NORM * rms
+
+
 def prototype_cosines(W: Any) -> np.ndarray:
     r"""Pairwise cosines $\hat w_i^\top \hat w_j$ of the class vectors (rows of `W` `[k, d]`).
 
     Returns:
-        float64 array `[k, k]` (diagonal 1); rows and columns of a zero vector are NaN.
+        float64 array `[k, k]` (diagonal 1); the row and column of a vanished vector (see
+        :func:`vanished_rows`) are NaN: its direction, and so any cosine with it, is undefined.
     """
     W = _prototypes(W)
-    norms = np.linalg.norm(W, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        Wn = W / norms[:, None]
-    Wn[norms == 0] = np.nan
-    cos = np.clip(Wn @ Wn.T, -1.0, 1.0)
-    np.fill_diagonal(cos, np.where(norms > 0, 1.0, np.nan))
+    gone = vanished_rows(W)
+    norms = np.where(gone, 1.0, np.linalg.norm(W, axis=1))
+    Wn = W / norms[:, None]
+    Wn[gone] = np.nan
+    cos = np.clip(Wn @ Wn.T, -1.0, 1.0)  # NaN stays NaN
+    np.fill_diagonal(cos, np.where(gone, np.nan, 1.0))
     return cos
 
 
@@ -239,8 +264,10 @@ def min_prototype_angle(W: Any) -> float:
 
 def mean_pairwise_cosine(W: Any, classes: Any = None) -> float:
     r"""$\frac{1}{m(m-1)}\sum_{i \neq j} \hat w_i^\top \hat w_j$ over the classes in `classes`
-    (default: all). $-\frac{1}{k-1}$ for the regular simplex; Fang et al.'s minority collapse
-    is this quantity over the minority classes rising towards 1.
+    (default: all). $-\frac{1}{k-1}$ for the regular simplex. Fang et al.'s minority collapse
+    is $w_k - w_{k'} \to 0$ for minority classes $k, k'$: this cosine tends to 1 only while
+    the minority classifiers keep a length; if one of them vanishes (:func:`vanished_rows`,
+    relative to all the rows of `W`) the mean is NaN, "undefined: vanished".
 
     Args:
         W: `[k, d]`.
@@ -365,8 +392,9 @@ def sample_margins(logits: Any, targets: Any) -> np.ndarray:
 def mean_confidence_per_class(logits: Any, targets: Any, num_classes: int) -> np.ndarray:
     r"""Mean confidence $\max_j \mathrm{softmax}(z_i)_j$ over the samples of each *true* class.
 
-    Over-confidence shows as confidence above accuracy (PAL Fig. 3). Takes ``logits``
-    `[N, num_classes]` and ``targets`` `[N]`; a per-class result, see the module.
+    Over-confidence shows as confidence above accuracy (PAL Sec. 4, Fig. 2 and Sec. B.1).
+    Takes ``logits`` `[N, num_classes]` and ``targets`` `[N]`; a per-class result, see the
+    module.
     """
     k = check_num_classes(num_classes)
     z, y = _logits_and_targets(logits, targets, k)

@@ -76,6 +76,7 @@ WRONG = {
         (lambda W, c: mean_pairwise_cosine(W), "not over `classes`"),
     ],
     "02.q3": [("rises", "it falls"), (-0.16, "answer one of")],
+    "02.q4": [(4 / 3, "only the regular simplex reaches"), (2.0, "*largest*"), ("1", "a number")],
     "03.q1": [(35, "many-shot"), (29, "count the classes with n_c < 20"), ("30", "a number")],
     "03.q2": [
         (lambda z, y, k: _per_class(_softmax(z)[np.arange(len(y)), y], y, k), "*true* class"),

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from palviz import metrics
 from palviz.metrics import (
+    VANISHED_NORM,
     alive_reach,
     alive_units,
     confusion_matrix,
@@ -24,6 +27,7 @@ from palviz.metrics import (
     shot_groups,
     simplex_error,
     transition_matrix,
+    vanished_rows,
     weight_norms,
 )
 
@@ -131,6 +135,37 @@ def test_mean_pairwise_cosine_over_all_and_over_a_subset():
     assert mean_pairwise_cosine(regular_triangle()) == pytest.approx(-0.5)
     with pytest.raises(ValueError, match="at least 2 classes"):
         mean_pairwise_cosine(W, classes=[1])
+
+
+def test_a_vector_vanishes_below_the_one_tolerance_relative_to_the_rms_norm():
+    # rows of norm 2, 2 and t * rms, with rms = sqrt((4 + 4 + t^2 rms^2) / 3) worked out
+    # by hand: rms^2 (3 - t^2) = 8
+    for t, gone in [(0.5 * VANISHED_NORM, True), (2.0 * VANISHED_NORM, False)]:
+        rms = math.sqrt(8 / (3 - t**2))
+        W = np.array([[2.0, 0.0], [0.0, 2.0], [t * rms, 0.0]])
+        assert vanished_rows(W).tolist() == [False, False, gone]
+    assert vanished_rows(np.zeros((3, 2))).all()  # nothing has a direction
+    assert vanished_rows(np.ones((4, 3, 2))).shape == (4, 3)  # batched: [..., k, d]
+    with pytest.raises(ValueError, match="X must have shape"):
+        vanished_rows(np.ones(3))
+
+
+def test_the_one_tolerance_is_a_single_named_constant():
+    assert metrics.VANISHED_NORM == VANISHED_NORM == 1e-4
+    source = Path(metrics.__file__).read_text(encoding="utf-8")
+    assert source.count("1e-4") == 1  # stated once, where VANISHED_NORM is defined
+
+
+def test_the_cosines_of_a_vanished_vector_are_undefined():
+    W = np.array([[1.0, 0.0], [0.0, 1.0], [1e-9, 1e-9], [-1.0, 0.0]])
+    cos = prototype_cosines(W)
+    assert np.isnan(cos[2]).all() and np.isnan(cos[:, 2]).all()
+    assert cos[0, 3] == pytest.approx(-1.0) and cos[1, 1] == 1.0
+    assert math.isnan(mean_pairwise_cosine(W))  # "undefined: vanished", not 1 or 0
+    assert math.isnan(mean_pairwise_cosine(W, classes=[1, 2]))
+    assert mean_pairwise_cosine(W, classes=[0, 1, 3]) == pytest.approx((0 - 1 + 0) / 3)
+    # two vanished vectors at the same point: still undefined, not cosine 1
+    assert math.isnan(mean_pairwise_cosine(np.array([[1.0, 0.0], [1e-9, 0], [1e-9, 0]]), [1, 2]))
 
 
 def test_weight_and_feature_norms():

@@ -11,6 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from palviz import plots, theory  # noqa: E402
+from palviz.metrics import VANISHED_NORM  # noqa: E402
 
 
 def test_plot_lipschitz_vs_b_draws_three_curves_and_the_numeric_markers():
@@ -65,26 +66,35 @@ def _sweep(ratios, start, end):
         "majority_cosine": values[::-1] - 0.5,
         "gamma_min_normalized": 1 - values,
         "gamma_min": 2 - values,
+        "minority_norm": np.geomspace(1.0, 1e-8, len(ratios)),
+        "minority_vanished": np.arange(len(ratios)) >= len(ratios) - 3,
     }
 
 
-def test_plot_minority_collapse_draws_four_sweeps_and_two_reference_lines():
+def test_plot_minority_collapse_draws_the_cosines_and_the_norms_beside_them():
     ratios = 10.0 ** (0.1 * np.arange(0, 41, 4))
-    fig, ax = plt.subplots()
+    fig, (ax, ax_norm) = plt.subplots(1, 2)
+    unit = _sweep(ratios, -1 / 9, 1.0)
+    unit["minority_cosine"] = np.where(unit["minority_vanished"], np.nan, 1.0)
     plots.plot_minority_collapse(
         ax,
+        ax_norm,
         ratios,
         _sweep(ratios, -1 / 9, 1.0),
-        _sweep(ratios, -1 / 9, 1.0),
-        _sweep(ratios, -1 / 9, -1 / 9),
+        unit,
+        {**_sweep(ratios, -1 / 9, -1 / 9), "minority_norm": np.full(len(ratios), np.sqrt(5.0))},
         simplex_cosine=-1 / 9,
         energy=5.0,
         k_major=5,
         k_minor=5,
     )
-    assert len(ax.lines) == 6 and len(ax.texts) == 2
-    assert len(ax.get_legend().get_texts()) == 4
+    # 4 cosine curves, 2 rows of crosses where the minority vanished, 2 reference lines
+    assert len(ax.lines) == 8 and len(ax.texts) == 2
+    assert len(ax.get_legend().get_texts()) == 6
     assert ax.get_xscale() == "log" and ax.get_ylim() == (-0.3, 1.1)
+    # 3 norm curves and the tolerance below which a norm has vanished
+    assert len(ax_norm.lines) == 4 and ax_norm.get_yscale() == "log"
+    assert ax_norm.lines[-1].get_ydata()[0] == VANISHED_NORM
     plt.close(fig)
 
 

@@ -1,5 +1,5 @@
-"""Exercises of lesson 02, minority collapse (Fang et al. 2021; PAL Theorem 4.1;
-docs/reference.md 5).
+"""Exercises of lesson 02, minority collapse (Fang et al. 2021; PAL Lemma 3.1 and a
+layer-peeled analogue of PAL Theorem 4.1; docs/reference.md 5).
 
 * ``q1`` (compute a number): the normalised minimal margin $\\gamma_{\\min}$ of anchored simplex
   prototypes for K = 10 classes, each feature on its own prototype.
@@ -8,6 +8,9 @@ docs/reference.md 5).
   :func:`palviz.metrics.mean_pairwise_cosine`.
 * ``q3`` (predict, then run): as the imbalance ratio R grows from 1 to 1000, does the learned
   *majority* classifiers' mean cosine rise, fall or stay?
+* ``q4`` (compute a number): the bound $\\gamma_{\\min} \\leq \\frac{k}{k-1}$ is reached only by
+  the regular simplex, which needs $d \\geq k - 1$; what is $\\gamma_{\\min}$ of k = 4 unit
+  prototypes at the corners of a square (d = 2), each feature on its own prototype?
 
 Every expected value is computed from palviz (:mod:`palviz.theory.layer_peeled`,
 :mod:`palviz.heads`, :mod:`palviz.metrics`), never from the student's code.
@@ -32,7 +35,7 @@ from palviz.heads import simplex_prototypes
 from palviz.metrics import mean_pairwise_cosine, sample_margins
 from palviz.theory.layer_peeled import minority_collapse_sweep
 
-__all__ = ["SWEEP", "q1", "q2", "q3"]
+__all__ = ["SWEEP", "q1", "q2", "q3", "q4"]
 
 Q1_K = 10
 #: The layer-peeled problem of q2 and q3 (the notebook's run cell makes the same call).
@@ -196,4 +199,58 @@ q3 = Exercise(
         "majority classes alone. What is the best configuration for k_A classes on their own?"
     ),
     solution_text='answer = "falls"  # towards -1/(k_A - 1) = -0.25\n',
+)
+
+
+# --- q4 -----------------------------------------------------------------------------------------
+Q4_K = 4
+
+
+def _square() -> np.ndarray:
+    """K = 4 unit prototypes in the plane, 90 degrees apart."""
+    angles = np.arange(Q4_K) * (2 * math.pi / Q4_K)
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+def _judge_q4(answer: Any) -> str | None:
+    K = Q4_K
+    W = _square()
+    # feature z_k = w_k: logits W z_k, margin w_k.w_k - max_{j != k} w_j.w_k
+    expected = float(sample_margins(W @ W.T, np.arange(K)).min())
+    problem = compare_number(answer, expected, name="your margin", rtol=1e-4, atol=1e-9)
+    if problem is None or "should be a number" in problem:
+        return problem
+    a = float(answer)
+    if math.isclose(a, K / (K - 1), rel_tol=1e-3):
+        return (
+            f"{a:.4g} is the bound k/(k-1), which only the regular simplex reaches; the "
+            f"simplex of k = {K} needs d >= k - 1 = {K - 1}, and the square lies in d = 2"
+        )
+    if math.isclose(a, 2.0, rel_tol=1e-4):
+        return (
+            "2 is 1 - cos 180°, the opposite corner; the margin subtracts the *largest* "
+            "wrong logit, that of a neighbour at 90°"
+        )
+    return problem
+
+
+q4 = Exercise(
+    key="02.q4",
+    question=(
+        "The bound $\\gamma_{\\min} \\leq \\frac{k}{k-1}$ holds with equality only for the "
+        "regular simplex, which needs $d \\geq k - 1$. Take k = 4 unit prototypes in the plane "
+        "(d = 2) at the corners of a square, $w_j = (\\cos 90°j, \\sin 90°j)$ for "
+        "j = 0, 1, 2, 3, and every "
+        "feature on its own prototype, $z_k = w_k$. What is their minimal margin "
+        "$\\gamma_{\\min}$? A number (compare it with $\\frac{k}{k-1}$)."
+    ),
+    judge=_judge_q4,
+    hint_text=(
+        "The target logit is w_k·w_k = 1. The wrong logits are the cosines with the other "
+        "three corners: two neighbours at 90° and the opposite corner at 180°. The margin "
+        "subtracts the largest of them."
+    ),
+    solution_text=(
+        "answer = 1 - 0  # cos 0° minus the largest wrong cosine, cos 90° = 0; below 4/3\n"
+    ),
 )

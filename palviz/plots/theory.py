@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib as mpl
 import numpy as np
 
+from palviz.metrics import VANISHED_NORM
 from palviz.plots.style import class_colors
 
 __all__ = [
@@ -185,6 +186,7 @@ def plot_min_angle_vs_dim(
 
 def plot_minority_collapse(
     ax: mpl.axes.Axes,
+    ax_norm: mpl.axes.Axes,
     ratios: Sequence[float],
     learned: Mapping[str, np.ndarray],
     learned_unit: Mapping[str, np.ndarray],
@@ -195,42 +197,60 @@ def plot_minority_collapse(
     k_major: int,
     k_minor: int,
 ) -> None:
-    """Minority collapse in the layer-peeled model (notebook 02): the average pairwise cosine
-    of the minority (and majority) classifiers over the imbalance ratio ``ratios`` (log ``x``).
+    """Minority collapse in the layer-peeled model (notebook 02) over the imbalance ratio
+    ``ratios`` (log ``x``): on ``ax`` the average pairwise cosine of the minority (and
+    majority) classifiers, on ``ax_norm`` the minority classifiers' mean norm beside it.
 
     ``learned``, ``learned_unit`` (budget 1) and ``anchored`` are sweeps from
-    :func:`palviz.theory.minority_collapse_sweep` (keys ``minority_cosine`` and
-    ``majority_cosine``, one value per ratio); ``simplex_cosine`` is :math:`-1/(K-1)` and
-    ``energy`` the budget :math:`E_W = E_H` of ``learned`` and ``anchored``."""
-    curves = (
-        (
-            learned,
-            "minority_cosine",
-            dict(fmt="o-", ms=3, color="C3"),
-            f"learned minority classifiers, $E_W = E_H = {energy:g}$",
-        ),
-        (
-            learned_unit,
-            "minority_cosine",
-            dict(fmt="s:", ms=3, color="C1"),
-            "learned minority classifiers, $E_W = E_H = 1$",
-        ),
-        (
-            learned,
-            "majority_cosine",
-            dict(fmt="-", lw=1, color="C3", alpha=0.5),
-            f"learned majority classifiers, $E_W = E_H = {energy:g}$",
-        ),
-        (
-            anchored,
-            "minority_cosine",
-            dict(fmt="-", lw=2.5, color="C0"),
-            "anchored prototypes (PAL), any budget",
-        ),
+    :func:`palviz.theory.minority_collapse_sweep` (keys ``minority_cosine``,
+    ``majority_cosine``, ``minority_norm`` and ``minority_vanished``, one value per ratio);
+    ``simplex_cosine`` is :math:`-1/(K-1)` and ``energy`` the budget :math:`E_W = E_H` of
+    ``learned`` and ``anchored``. Where the minority classifiers vanished the cosine is
+    undefined (NaN, a gap in the curve): those ratios are marked with crosses at the top of
+    ``ax``, and ``ax_norm`` shows the tolerance :data:`palviz.metrics.VANISHED_NORM` below
+    which a norm counts as vanished (relative to :math:`\\sqrt{E_W}`)."""
+    ratios = np.asarray(ratios)
+    sweeps = (
+        (learned, energy, dict(fmt="o-", ms=3, color="C3"), f"$E_W = E_H = {energy:g}$"),
+        (learned_unit, 1.0, dict(fmt="s:", ms=3, color="C1"), "$E_W = E_H = 1$"),
     )
-    for sweep, key, style, label in curves:
+    for sweep, E, style, budget in sweeps:
         style = dict(style)
-        ax.semilogx(ratios, sweep[key], style.pop("fmt"), label=label, **style)
+        fmt = style.pop("fmt")
+        ax.semilogx(
+            ratios, sweep["minority_cosine"], fmt, label=f"learned minority, {budget}", **style
+        )
+        relative = np.asarray(sweep["minority_norm"]) / np.sqrt(E)  # ||w_k|| / sqrt(E_W)
+        ax_norm.loglog(ratios, relative, fmt, label=f"learned minority, {budget}", **style)
+        gone = np.asarray(sweep["minority_vanished"], dtype=bool)
+        if gone.any():
+            ax.semilogx(
+                ratios[gone],
+                np.full(gone.sum(), 1.05),
+                "x",
+                color=style["color"],
+                label=f"{budget}: minority classifiers vanished, cosine undefined",
+            )
+    ax.semilogx(
+        ratios,
+        learned["majority_cosine"],
+        "-",
+        lw=1,
+        color="C3",
+        alpha=0.5,
+        label=f"learned majority, $E_W = E_H = {energy:g}$",
+    )
+    ax.semilogx(
+        ratios, anchored["minority_cosine"], "-", lw=2.5, color="C0", label="anchored (PAL)"
+    )
+    ax_norm.loglog(
+        ratios,
+        np.asarray(anchored["minority_norm"]) / np.sqrt(energy),
+        "-",
+        lw=2.5,
+        color="C0",
+        label="anchored (PAL)",
+    )
     ax.axhline(simplex_cosine, color="k", ls="--", lw=1)
     ax.annotate(
         f"simplex: $-1/(K-1) = {simplex_cosine:.3f}$",
@@ -241,7 +261,7 @@ def plot_minority_collapse(
     )
     ax.axhline(1, color="0.5", ls=":", lw=1)
     ax.annotate(
-        "collapse: cosine 1",
+        "cosine 1: same direction",
         (1.1, 1),
         xytext=(0, -12),
         textcoords="offset points",
@@ -250,10 +270,13 @@ def plot_minority_collapse(
     ax.set_xlabel("imbalance ratio $R = n_A / n_B$ (log scale)")
     ax.set_ylabel("average pairwise cosine")
     ax.set_ylim(-0.3, 1.1)
-    ax.set_title(
-        f"Layer-peeled model, $k_A = {k_major}$ majority and $k_B = {k_minor}$ minority classes"
-    )
-    ax.legend(loc="center left", bbox_to_anchor=(0.2, 0.62))
+    ax.set_title(f"Layer-peeled model, $k_A = {k_major}$ majority, $k_B = {k_minor}$ minority")
+    ax.legend(loc="center left", fontsize=7)
+    ax_norm.axhline(VANISHED_NORM, color="k", ls="--", lw=1, label="vanished below this")
+    ax_norm.set_xlabel("imbalance ratio $R$ (log scale)")
+    ax_norm.set_ylabel(r"mean minority $\|w_k\| / \sqrt{E_W}$")
+    ax_norm.set_title("the minority classifiers' length")
+    ax_norm.legend(loc="lower left", fontsize=7)
 
 
 def plot_gamma_min_vs_ratio(

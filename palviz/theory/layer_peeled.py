@@ -3,7 +3,8 @@ r"""
 
 The last layer of a network with its features as free variables under energy budgets
 (Fang, He, Long, Su, PNAS 2021), solved numerically so notebook 02 can check minority
-collapse and PAL's anchored alternative (Theorem 4.1) with `assert`s:
+collapse and the anchored alternative (a layer-peeled analogue of PAL Theorem 4.1, which is
+about $L_\alpha$ with unit features) with `assert`s:
 `solve_layer_peeled` (one imbalance ratio) and `minority_collapse_sweep` (many, batched).
 Both are also importable from :mod:`palviz.theory`.
 
@@ -25,14 +26,12 @@ from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_positive as _check_positive
 from palviz.heads import simplex_prototypes
+from palviz.metrics import mean_pairwise_cosine, vanished_rows
 from palviz.threads import single_thread
 
 __all__ = ["FEATURE_CONSTRAINTS", "minority_collapse_sweep", "solve_layer_peeled"]
 
 FEATURE_CONSTRAINTS = ("class", "sample")
-
-# A classifier shorter than this (relative to sqrt(E_W)) has collapsed to the origin.
-_ZERO_NORM = 1e-4
 
 
 @dataclass(frozen=True)
@@ -58,27 +57,28 @@ def _into_ball(U: torch.Tensor, weights: torch.Tensor, E: float) -> torch.Tensor
     return U / torch.sqrt((energy / E).clamp(min=1.0))[:, None, None]
 
 
-def _unit(X: torch.Tensor, E: float) -> torch.Tensor:
-    """Rows of `X` `[P, K, d]` scaled to unit length; rows that collapsed to the origin
-    (shorter than `_ZERO_NORM` * sqrt(E)) become exactly 0."""
-    norms = X.norm(dim=2, keepdim=True)
-    return torch.where(norms < _ZERO_NORM * math.sqrt(E), torch.zeros_like(X), X / norms)
+def _unit(X: torch.Tensor) -> torch.Tensor:
+    """Rows of `X` `[P, K, d]` scaled to unit length; a row that vanished
+    (:func:`palviz.metrics.vanished_rows`) has no direction and becomes NaN."""
+    gone = torch.from_numpy(vanished_rows(X.numpy()))[:, :, None]
+    return torch.where(gone, torch.full_like(X, math.nan), X / X.norm(dim=2, keepdim=True))
 
 
-def _mean_pairwise_cosine(W: torch.Tensor, E_W: float) -> torch.Tensor:
-    """Mean pairwise cosine among the rows of each `W` `[P, m, d]` (NaN if m < 2); a pair of
-    classifiers that both collapsed to the origin counts as 1, a pair with one of them as 0."""
-    P, m, _ = W.shape
-    if m < 2:
-        return torch.full((P,), math.nan, dtype=torch.float64)
-    norms = W.norm(dim=2)
-    zero = norms < _ZERO_NORM * math.sqrt(E_W)
-    cos = F.normalize(W, dim=2) @ F.normalize(W, dim=2).transpose(1, 2)
-    both = zero[:, :, None] & zero[:, None, :]
-    one = zero[:, :, None] ^ zero[:, None, :]
-    cos = torch.where(both, torch.ones_like(cos), torch.where(one, torch.zeros_like(cos), cos))
-    off = ~torch.eye(m, dtype=torch.bool)
-    return cos[:, off].mean(dim=1)
+def _group_geometry(W: np.ndarray, classes: list[int]) -> dict[str, np.ndarray]:
+    r"""Per problem, for the rows `classes` of each `W` `[P, K, d]`: the mean pairwise cosine
+    (:func:`palviz.metrics.mean_pairwise_cosine`; NaN for one class or a vanished classifier),
+    the mean norm, whether one of them vanished, and the relative spread
+    $\max_{k, k'}\|w_k - w_{k'}\| / \max_k \|w_k\|$ (NaN where the cosine is)."""
+    norms = np.linalg.norm(W[:, classes], axis=2)  # [P, m]
+    gone = vanished_rows(W)[:, classes].any(axis=1)
+    if len(classes) < 2:
+        cosine = spread = np.full(len(W), math.nan)
+    else:
+        cosine = np.array([mean_pairwise_cosine(Wp, classes) for Wp in W])
+        V = W[:, classes]
+        gaps = np.linalg.norm(V[:, :, None] - V[:, None, :], axis=3)  # ||w_k - w_k'||
+        spread = np.where(gone, math.nan, gaps.max(axis=(1, 2)) / norms.max(axis=1))
+    return {"cosine": cosine, "norm": norms.mean(axis=1), "vanished": gone, "spread": spread}
 
 
 def _solve_layer_peeled_batch(ratios: np.ndarray, problem: _Problem) -> dict[str, np.ndarray]:
@@ -159,7 +159,7 @@ def _solve_layer_peeled_batch(ratios: np.ndarray, problem: _Problem) -> dict[str
             return lg.diagonal(dim1=1, dim2=2) - lg.masked_fill(eye, -math.inf).amax(dim=2)
 
         margins = margins_of(logits)
-        unit_logits = torch.einsum("pkd,pjd->pkj", _unit(H, E_H), _unit(W, E_W))
+        unit_logits = torch.einsum("pkd,pjd->pkj", _unit(H), _unit(W))
         margins_unit = margins_of(unit_logits)
         w_energy = (w_energy_weight * (W * W).sum(dim=2)).sum(dim=1)
         h_energy = (h_energy_weight * (H * H).sum(dim=2)).sum(dim=1)
@@ -167,17 +167,18 @@ def _solve_layer_peeled_batch(ratios: np.ndarray, problem: _Problem) -> dict[str
             "W": W.clone(),
             "H": H.clone(),
             "loss": loss,
-            "minority_cosine": _mean_pairwise_cosine(W[:, k_major:], E_W),
-            "majority_cosine": _mean_pairwise_cosine(W[:, :k_major], E_W),
-            "minority_norm": W[:, k_major:].norm(dim=2).mean(dim=1),
-            "majority_norm": W[:, :k_major].norm(dim=2).mean(dim=1),
             "margins": margins,
             "gamma_min": margins.min(dim=1).values,
             "gamma_min_normalized": margins_unit.min(dim=1).values,
             "w_energy": w_energy,
             "h_energy": h_energy,
         }
-    return {key: value.detach().numpy() for key, value in out.items()}
+    result = {key: value.detach().numpy() for key, value in out.items()}
+    for group, classes in [("minority", range(k_major, K)), ("majority", range(k_major))]:
+        for key, value in _group_geometry(result["W"], list(classes)).items():
+            if group == "minority" or key in ("cosine", "norm"):
+                result[f"{group}_{key}"] = value
+    return result
 
 
 def _problem(arguments: dict[str, Any]) -> _Problem:
@@ -255,25 +256,43 @@ def solve_layer_peeled(
     problem), and L-BFGS (strong-Wolfe line search, step `lr`, at most `steps` iterations,
     float64) minimises the loss over $U, V$ from a random start on the boundary. At the solutions
     found, both constraints are active. ``anchored=True`` fixes $W = \sqrt{E_W}\,
-    W_{\text{simplex}}$ (every $\|w_k\|^2 = E_W$) and optimises $H$ only (PAL, Theorem 4.1).
+    W_{\text{simplex}}$ (every $\|w_k\|^2 = E_W$) and optimises $H$ only.
 
-    **What to expect** ($k_A = k_B = 5$): at $R = 1$ the solution is the simplex
-    (minority cosine $-1/9$, margin $(1 + \frac{1}{9})\sqrt{E_W E_H}$). As $R$ grows the minority
-    classifiers' pairwise cosine rises to 1 (minority collapse) and their margin falls to 0.
-    How fast depends on the budgets: with $E_W = E_H = 1$ the collapse is complete by
-    $R \approx 3$, where the minority classifiers (and features) shrink to the origin;
-    $E_W = E_H = 5$ rises gradually and reaches 1 near $R = 10^{3.6}$.
-    Anchored prototypes keep the cosine at $-1/(K-1)$ and the normalised margin at
-    $1 + \frac{1}{K-1}$ for every $R$ (the unnormalised margin still shrinks with the minority
-    feature norms).
+    **Anchored: a layer-peeled analogue of PAL Theorem 4.1** (PAL's theorem is about
+    $L_\alpha$ with unit features; here it follows by symmetry). With $W$ a simplex, the
+    permutations of the prototypes other than $w_k$ are orthogonal maps $Q$ that fix $w_k$,
+    and $\mathrm{CE}(W Q h, k) = \mathrm{CE}(W h, k)$. The loss is convex in $h_k$ and
+    averaging over these maps does not lengthen $h_k$, so the average $\bar h_k$ is feasible
+    and no worse (Jensen); it is fixed by every such $Q$, and the only such directions in
+    the span of $W$ are multiples of $w_k$ (the rest of $h_k$ changes no logit and only costs
+    budget). So some optimum has $h_k = \rho_k\, w_k / \|w_k\|$ with $\rho_k \geq 0$: only
+    the lengths $\rho_k$ depend on $R$. On unit vectors every class then has the margin
+    $1 + \frac{1}{K-1} = \frac{K}{K-1}$, the largest any $K$ unit prototypes allow (PAL
+    Lemma 3.1), for every $R$ (while $\rho_k > 0$); the unnormalised margin
+    $\rho_k \sqrt{E_W}\,\frac{K}{K-1}$ shrinks with the minority lengths.
+
+    **Vanished vectors.** A classifier or feature whose norm is at most
+    :data:`palviz.metrics.VANISHED_NORM` times the root-mean-square norm of its matrix
+    (:func:`palviz.metrics.vanished_rows`) has no direction: its cosines, and the normalised
+    margins it enters, are NaN ("undefined: vanished"), the convention of
+    :func:`palviz.metrics.mean_pairwise_cosine`, which computes the cosines here. Minority
+    collapse is Fang et al.'s limit $w_k - w_{k'} \to 0$ ($R \to \infty$, minority
+    $k, k'$); classifiers that shrink to the origin satisfy it too but say nothing of
+    directions, so ``minority_spread`` $= \max_{k,k'}\|w_k - w_{k'}\| / \max_k \|w_k\|$ is
+    read only where none vanished. Which happens first, at which $R$, depends on $k_A$, $k_B$
+    and the budgets (notebook 02 computes it).
+
+    **What to expect** at $R = 1$: the simplex (minority cosine $-\frac{1}{K-1}$, margin
+    $\frac{K}{K-1}\sqrt{E_W E_H}$). Anchored prototypes keep the cosine at $-\frac{1}{K-1}$
+    for every $R$ by construction (they are not variables).
 
     Args:
         k_major, k_minor: $k_A, k_B \geq 1$.
         ratio: $R \geq 1$.
         E_W, E_H: energy budgets $> 0$.
         anchored: fix $W$ to the scaled simplex.
-        steps: maximum L-BFGS iterations (100 is enough away from the collapse threshold; 300
-            is accurate to ~1e-2 in the cosine near it).
+        steps: maximum L-BFGS iterations (near the collapse threshold the batched sweep can
+            stop short: notebook 02 solves the problems its checks read on their own).
         lr: L-BFGS step length.
         seed: seeds the initialisation.
         dim: feature dimension, default $K$ (Fang et al. assume $d \geq K$); at least $K - 1$.
@@ -282,13 +301,13 @@ def solve_layer_peeled(
     Returns:
         dict with ``W`` and ``H`` (`[K, dim]` arrays, majority classes first), ``loss``,
         ``minority_cosine`` / ``majority_cosine`` (mean pairwise cosine among the minority /
-        majority classifiers; NaN for a single class; a classifier shorter than
-        $10^{-4}\sqrt{E_W}$ has collapsed to the origin: two such count as cosine 1, one such
-        with another as 0), ``minority_norm`` / ``majority_norm`` (mean $\|w_k\|$),
+        majority classifiers; NaN for a single class or where one of them vanished),
+        ``minority_norm`` / ``majority_norm`` (mean $\|w_k\|$), ``minority_vanished``
+        (whether a minority classifier vanished), ``minority_spread`` (see above),
         ``margins`` (`[K]`, $\gamma_k = w_k^\top h_k - \max_{j \neq k} w_j^\top h_k$ on the
         solution: all samples of class $k$ share $h_k$), ``gamma_min`` ($\min_k \gamma_k$),
         ``gamma_min_normalized`` (the same with $w$ and $h$ normalised to unit length, as PAL
-        defines the sample margin; a vector that collapsed to the origin counts as 0), ``w_energy``,
+        defines the sample margin; NaN where a vector that enters it vanished), ``w_energy``,
         ``h_energy`` (the constraint values, $\leq E_W, E_H$), ``ratio`` and ``anchored``.
     """
     arguments = dict(locals())  # the parameters, as this function was called
@@ -300,7 +319,7 @@ def solve_layer_peeled(
     out = _solve_layer_peeled_batch(r, problem)
     result: dict[str, Any] = {}
     for key, value in out.items():
-        result[key] = value[0] if value.ndim > 1 else float(value[0])
+        result[key] = value[0] if value.ndim > 1 else value[0].item()
     result["ratio"] = float(r[0])
     result["anchored"] = problem.anchored
     return result
@@ -310,8 +329,7 @@ def minority_collapse_sweep(ratios: Any = None, **problem: Any) -> dict[str, np.
     r"""`solve_layer_peeled` at many imbalance ratios, for plotting.
 
     All ratios are solved together as one batched program (the problems are independent and
-    share nothing but the line search), so 41 ratios cost about as much as a few: ~1-2 s at
-    the default 300 iterations and well under a second at ``steps=100`` on a 2-core CPU.
+    share nothing but the line search), so 41 ratios cost about as much as a few.
 
     Args:
         ratios: the ratios $R \geq 1$; default $R = 10^{0.1 i}$, $i = 0..40$ (Fang et al.'s
@@ -322,7 +340,8 @@ def minority_collapse_sweep(ratios: Any = None, **problem: Any) -> dict[str, np.
 
     Returns:
         dict of arrays indexed like ``ratios``: ``ratios``, ``minority_cosine``,
-        ``majority_cosine``, ``minority_norm``, ``majority_norm``, ``gamma_min``,
+        ``majority_cosine``, ``minority_norm``, ``majority_norm``, ``minority_vanished``,
+        ``minority_spread``, ``gamma_min``,
         ``gamma_min_normalized``, ``loss``, ``w_energy``, ``h_energy``, and ``W``, ``H``
         (`[len(ratios), K, dim]`), ``margins`` (`[len(ratios), K]`). Keys as in
         `solve_layer_peeled`.
