@@ -52,3 +52,9 @@ def test_the_noisy_minimiser_is_where_the_soft_label_is_matched_and_its_excess_i
     onehot = np.eye(k)[0]
     excess = _soft_ce(W @ z, onehot) - _soft_ce(B * W @ W[0], onehot)  # f* puts z at B w_0
     assert -1e-6 <= excess <= noisy_risk_bound(k, eta, lipschitz_pal(k, B), B)
+
+
+def test_with_clean_labels_the_minimiser_reaches_the_sphere_at_its_prototype():
+    W = AnchoredHead(10, 10).prototypes.double().numpy()
+    z = noisy_risk_minimiser(W, 0.0, 10.0, target=3)
+    assert np.allclose(z, 10.0 * W[3], atol=1e-5)

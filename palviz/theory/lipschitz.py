@@ -403,7 +403,10 @@ def noisy_risk_minimiser(
     lr = _check_positive("lr", lr)
     q = np.full(k, eta / (k - 1))
     q[y] = 1 - eta
-    z = np.zeros(W.shape[1])
+    # start where the steepest descent from z = 0 meets the sphere: with a one-hot label
+    # (eta = 0) the minimiser lies on the sphere, where the gradient is too small to get there
+    g0 = W.T @ (np.full(k, 1 / k) - q)
+    z = -B * g0 / np.linalg.norm(g0) if np.linalg.norm(g0) > 0 else np.zeros(W.shape[1])
     for _ in range(steps):
         logits = W @ z
         p = np.exp(logits - logits.max())
