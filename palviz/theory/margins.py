@@ -247,10 +247,11 @@ def la_pairwise_margins(cls_num_list: Sequence[int], tau: float = 1.0) -> np.nda
 
 def margin_read_from_loss(loss: Any, num_classes: int, s: float = 1.0) -> np.ndarray:
     r"""The lead $z_y - z_j$ a loss module asks at its hinge corner, read off its value for every
-    pair $(y, j)$: logits $z_y = z_j = 0$ and every other logit at $-10^4$ (so $j$ is the
+    pair $(y, j)$: logits $z_j = 0$, $z_y = -t$ and every other logit at $-10^4$ (so $j$ is the
     strongest wrong class and $\hat\rho = 0$); a loss of the form
-    $\mathrm{softplus}(s\,(z_j - z_y + m))$ then equals $\mathrm{softplus}(s\,m)$, and
-    $m = \log(e^{L} - 1) / s$.
+    $\mathrm{softplus}(s\,(z_j - z_y + m))$ then equals $\mathrm{softplus}(s\,(t + m))$, and
+    $m = \log(e^{L} - 1) / s - t$, with the smallest integer $t \geq 0$ that makes
+    $L \geq \log 2$ (a loss far below it is not resolved in float32).
 
     Args:
         loss: a module `loss(logits [1, C], targets [1]) -> scalar` (e.g. `ELMLoss`,
@@ -266,11 +267,17 @@ def margin_read_from_loss(loss: Any, num_classes: int, s: float = 1.0) -> np.nda
     out = np.full((k, k), np.nan)
     for y in range(k):
         for j in range(k):
-            if j != y:
+            if j == y:
+                continue
+            # read where the softplus argument is >= 0 (the loss >= log 2, well conditioned
+            # in float32): let z_y trail z_j by t, then L = softplus(s (t + m))
+            for t in range(1001):
                 z = torch.full((1, k), -1e4, dtype=torch.float64)
-                z[0, [y, j]] = 0.0
+                z[0, j], z[0, y] = 0.0, -float(t)
                 value = float(loss(z, torch.tensor([y])))
-                out[y, j] = math.log(math.expm1(value)) / s  # softplus^{-1}(L) / s
+                if value >= math.log(2):
+                    break
+            out[y, j] = math.log(math.expm1(value)) / s - t  # softplus^{-1}(L) / s - t
     return out
 
 
