@@ -54,6 +54,15 @@ def _raises(*args):
     raise RuntimeError("boom")
 
 
+def _lambda_pal(k, B):  # PAL Prop. 4.5, written out here from the formula
+    e = math.exp(-k * B / (k - 1))
+    return k * (1 - e) / (1 + (k - 1) * e)
+
+
+_S_Q5 = 0.25 / (0.05 + 0.4)  # exercise 4.5: the noise-aware scale at eta = 0.4
+_LAM_Q5 = _lambda_pal(10, _S_Q5)
+
+
 #: (exercise, a typical wrong answer, a part of the message it must get)
 WRONG = {
     "01.q1": [
@@ -93,6 +102,12 @@ WRONG = {
     ],
     "04.q3": [("grows", "it shrinks"), ("stays", "it shrinks")],
     "04.q4": [("anchored", "equal"), ("learnable", "2 tanh B"), ("bigger", "answer one of")],
+    "04.q5": [
+        (2 * 0.4 * _LAM_Q5 * _S_Q5 / 9, "k(1 - eta) - 1"),
+        (2 * 0.4 * 10 * _S_Q5 / 5, "lambda = k"),
+        (2 * 0.4 * _lambda_pal(10, 1.0) / 5, "B = 1"),
+        ("small", "should be a number"),
+    ],
 }
 
 #: exercises whose answer is a function: one that raises must be reported, naming the call

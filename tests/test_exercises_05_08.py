@@ -111,7 +111,17 @@ WRONG = {
         (0.38722091, "LDAM's margin"),
         (0.38722091 - 0.20423771, "lambda = 1"),
     ],
-    "05.q4": [("shrinks", "it grows"), ("stays", "it grows"), ("up", "answer one of")],
+    "05.q4": [
+        ("shrinks", "signed margin grows"),
+        ("stays", "signed margin grows"),
+        ("up", "answer one of"),
+    ],
+    "05.q5": [
+        (math.log10(5000 / 50), "log10"),
+        (5000 / 50, "the ratio"),
+        (-math.log(5000 / 50), "wrong sign"),
+        (0.5 - 0.5 * (50 / 5000) ** 0.25, "ELM's Delta_y - Delta_c*"),
+    ],
     "06.q1": [
         (879, "truncates"),
         (878.7639, "before truncation"),

@@ -105,3 +105,50 @@ def test_margin_softplus_form_rejects_logits_of_the_wrong_width():
     z, y = cosine_batch(4, 5, seed=0)
     with pytest.raises(ValueError, match="cls_num_list"):
         theory.margin_softplus_form(z, y, CIFAR10_LT_100)
+
+
+# --- Fisher consistency and logit adjustment ---------------------------------------------------
+def test_la_pairwise_margins_are_tau_log_of_the_count_ratio():
+    m = theory.margins.la_pairwise_margins([100, 10, 1], tau=0.5)
+    assert m[2, 0] == pytest.approx(0.5 * math.log(100), rel=1e-12)
+    assert m[0, 1] == pytest.approx(0.5 * math.log(0.1), rel=1e-12)
+    assert np.isnan(np.diag(m)).all()
+
+
+def test_margins_read_from_the_loss_modules_match_their_formulas():
+    from palviz.losses import LogitAdjustedLoss
+
+    c = CIFAR10_LT_100
+    n = np.asarray(c, dtype=float)
+    delta = 0.5 * (n.min() / n) ** 0.25  # C n_j^{-1/4}, C = M n_min^{1/4}
+    read = theory.margins.margin_read_from_loss
+    elm = read(ELMLoss(c, 0.5, 30.0, 1.0), 10, s=30.0)
+    la = read(LogitAdjustedLoss(c), 10)
+    ldam = read(LDAMLoss(c, 0.5, 30.0), 10, s=30.0)
+    off = ~np.eye(10, dtype=bool)
+    assert np.allclose(elm[off], (delta[:, None] - delta[None, :])[off], atol=1e-5)
+    assert np.allclose(la[off], np.log(n[None, :] / n[:, None])[off], atol=1e-5)
+    assert np.allclose(ldam[off], np.broadcast_to(delta[:, None], (10, 10))[off], atol=1e-5)
+
+
+def test_two_class_ldam_switches_away_from_one_half_and_equal_margins_do_not():
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    d0, d1 = 0.5 * (50 / 5000) ** 0.25, 0.5  # LDAM's margins of counts [5000, 50], M = 0.5
+    switch = theory.margins.decision_switch_posterior(LDAMLoss([5000, 50], 0.5, 30.0), tol=1e-7)
+    # R'(t) at t = z_0 - z_1 = 0 changes sign where eta_0 sig(s d0) = (1 - eta_0) sig(s d1)
+    assert switch == pytest.approx(sig(30 * d1) / (sig(30 * d0) + sig(30 * d1)), abs=1e-6)
+    equal = theory.margins.decision_switch_posterior(LDAMLoss([50, 50], 0.5, 30.0), tol=1e-7)
+    assert equal == pytest.approx(0.5, abs=1e-6)
+
+
+def test_the_conditional_risk_minimiser_of_plain_ce_is_the_log_posterior():
+    eta = np.array([0.5, 0.3, 0.2])
+    z = theory.margins.conditional_risk_minimiser(eta, torch.nn.CrossEntropyLoss())
+    assert np.allclose(z, np.log(eta) - np.log(eta).mean(), atol=1e-6)
+
+
+def test_a_posterior_that_is_not_a_distribution_is_refused():
+    with pytest.raises(ValueError, match="posterior must sum to 1"):
+        theory.margins.conditional_risk_minimiser([0.5, 0.4], torch.nn.CrossEntropyLoss())
+    with pytest.raises(ValueError, match="posterior must be a 1-D array"):
+        theory.margins.conditional_risk_minimiser([1.0, 0.0], torch.nn.CrossEntropyLoss())

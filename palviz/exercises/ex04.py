@@ -9,6 +9,8 @@ Sec. A.7; docs/reference.md 5).
   scale, does FNPAL's largest confidence $p_{\\max}(s)$ grow, shrink or stay?
 * ``q4`` (predict, then run): for k = 2 classes and B = 1, which is larger, $\\lambda_{\\text{PAL}}$
   or the bound for learnable unit prototypes (case 3)?
+* ``q5`` (compute a number): PAL's risk bound (Thm 4.4, Eq. 7) for FNPAL with CE, k = 10,
+  $\\eta = 0.4$ and $B$ = the noise-aware scale.
 
 Every expected value is computed from :mod:`palviz.theory`, never from the student's code.
 """
@@ -31,13 +33,15 @@ from palviz.theory import (
     lipschitz_pal,
     noise_aware_scale,
 )
+from palviz.theory.lipschitz import noisy_risk_bound
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5"]
 
 Q1_K, Q1_ETA = 10, 0.4
 Q2_CASES = ((2, 0.5), (10, 1.0), (10, 5.0), (100, 2.0), (100, 30.0))
 Q3_K, Q3_ETAS = 10, (0.0, 0.8)
 Q4_K, Q4_B = 2, 1.0
+Q5_K, Q5_ETA = 10, 0.4
 CHOICES = ("grows", "shrinks", "stays")
 WHICH = ("anchored", "learnable", "equal")
 
@@ -214,4 +218,59 @@ q4 = Exercise(
         "a function you know."
     ),
     solution_text='answer = "equal"  # both are 2 tanh(B) for k = 2\n',
+)
+
+
+# --- q5 -----------------------------------------------------------------------------------------
+def _q5_parts() -> tuple[float, float, float]:
+    """``(B, lambda_PAL(B), bound)`` of q5, from palviz.theory."""
+    B = noise_aware_scale(Q5_ETA)
+    lam = lipschitz_pal(Q5_K, B)
+    return B, lam, noisy_risk_bound(Q5_K, Q5_ETA, lam, B)
+
+
+def _judge_q5(answer: Any) -> str | None:
+    k, eta = Q5_K, Q5_ETA
+    B, lam, expected = _q5_parts()
+    problem = compare_number(answer, expected, name="your bound", rtol=1e-3)
+    if problem is None or "should be a number" in problem:
+        return problem
+    a = float(answer)
+    slips = {
+        "the denominator is k(1 - eta) - 1, not k - 1": 2 * eta * lam * B / (k - 1),
+        "that uses lambda = k, the large-B limit; at B = s the constant is lambda_PAL(s)": (
+            2 * eta * k * B / (k * (1 - eta) - 1)
+        ),
+        f"that uses B = 1; the features have norm B = s = {B:.4g}": noisy_risk_bound(
+            k, eta, lipschitz_pal(k, 1.0), 1.0
+        ),
+    }
+    for slip, wrong in slips.items():
+        if math.isclose(a, wrong, rel_tol=1e-3):
+            return f"{a:.6g}: {slip}"
+    return problem
+
+
+q5 = Exercise(
+    key="04.q5",
+    question=(
+        f"PAL's risk bound (Theorem 4.4, Eq. 7): $R_L(\\hat f) - R_L(f^*) \\leq "
+        "\\frac{2\\eta\\lambda B}{k(1-\\eta) - 1}$. FNPAL with cross-entropy, "
+        f"k = {Q5_K}, symmetric noise at $\\eta = {Q5_ETA}$ and the noise-aware scale, so "
+        "$B = s = \\frac{0.25}{0.05 + \\eta}$ and $\\lambda = \\lambda_{\\text{PAL}}(s)$. "
+        "What is the bound? A number."
+    ),
+    judge=_judge_q5,
+    hint_text=(
+        "s = 0.25 / 0.45; lambda_PAL(s) is exercise 4.1's answer; then 2 eta lambda s divided "
+        "by k (1 - eta) - 1 = 5."
+    ),
+    solution_text=(
+        "import math\n\n"
+        f"k, eta = {Q5_K}, {Q5_ETA}\n"
+        "B = 0.25 / (0.05 + eta)  # = s\n"
+        "e = math.exp(-k * B / (k - 1))\n"
+        "lam = k * (1 - e) / (1 + (k - 1) * e)  # lambda_PAL(s)\n"
+        "answer = 2 * eta * lam * B / (k * (1 - eta) - 1)  # 0.0699\n"
+    ),
 )

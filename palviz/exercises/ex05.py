@@ -6,8 +6,10 @@ Kato & Hotta 2023, Eq. 4-7; docs/reference.md 2 and 7).
   lists against :func:`palviz.theory.ldam_margins`.
 * ``q3`` (compute a number): ELM's effective margin $\\Delta_y - \\lambda\\Delta_{c^*}$ for one
   pair $(y, c^*)$ at $\\lambda = 0.5$.
-* ``q4`` (predict, then run): halving $\\lambda$, does ELM's margin of the pair (most frequent
-  true class, rarest rival) grow, shrink or stay?
+* ``q4`` (predict, then run): halving $\\lambda$, does ELM's signed margin of the pair (most
+  frequent true class, rarest rival) grow, shrink or stay?
+* ``q5`` (compute a number): the relative pairwise margin $\\tau\\log(\\pi_j/\\pi_y)$ that the
+  logit-adjusted loss asks of the rarest class over the most frequent one.
 
 Every expected value comes from palviz (:mod:`palviz.theory`, :mod:`palviz.data`), never from
 the student's code.
@@ -30,8 +32,9 @@ from palviz.exercises import (
     read_choice,
 )
 from palviz.theory import elm_effective_margins, ldam_margins
+from palviz.theory.margins import la_pairwise_margins
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5"]
 
 #: CIFAR-10-LT, rho = 100 (n_max = 5000): the counts every exercise of this lesson reads
 COUNTS = tuple(long_tail_counts(5000, 10, 100))
@@ -45,6 +48,7 @@ Q2_CASES = (  # (counts, max_m): long-tailed, a steep three-class set, balanced,
 )
 Q3_PAIR, Q3_LAM = (7, 2), 0.5
 Q4_PAIR, Q4_LAMS = (0, 9), (1.0, 0.5)
+Q5_PAIR = (9, 0)  # (target y, rival j): the rarest class against the most frequent
 CHOICES = ("grows", "shrinks", "stays")
 
 
@@ -231,7 +235,8 @@ def _judge_q4(answer: Any) -> str | None:
     y, c = Q4_PAIR
     return (
         f"you answered {picked!r}, but palviz gives {before:+.4f} at lambda = {Q4_LAMS[0]} and "
-        f"{after:+.4f} at lambda = {Q4_LAMS[1]}: it {truth}. The margin is "
+        f"{after:+.4f} at lambda = {Q4_LAMS[1]}: the signed margin {truth} (its magnitude "
+        "moves the other way while it stays negative). The margin is "
         f"Delta_{y} - lambda Delta_{c}, and d(margin)/d(lambda) = -Delta_{c} < 0: a smaller "
         "lambda subtracts less"
     )
@@ -242,11 +247,58 @@ q4 = Exercise(
     question=(
         f"Predict, then run: same counts, $M = {MAX_M}$. The true class is the most frequent, "
         f"$y = {Q4_PAIR[0]}$, its strongest rival the rarest, $c^* = {Q4_PAIR[1]}$. Going from "
-        f"$\\lambda = {Q4_LAMS[0]}$ to $\\lambda = {Q4_LAMS[1]}$, does ELM's margin "
+        f"$\\lambda = {Q4_LAMS[0]}$ to $\\lambda = {Q4_LAMS[1]}$, does ELM's signed margin "
+        "$\\Delta_y - \\lambda\\Delta_{c^*}$ (a number that can be negative) "
         + " / ".join(f'`"{c}"`' for c in CHOICES)
         + "? The cell after the check computes it."
     ),
     judge=_judge_q4,
     hint_text="Differentiate Delta_y - lambda Delta_c* with respect to lambda.",
-    solution_text='answer = "grows"  # -0.342 at lambda = 1, -0.092 at lambda = 0.5\n',
+    solution_text=(
+        'answer = "grows"  # signed: -0.342 at lambda = 1, -0.092 at lambda = 0.5 '
+        "(its magnitude shrinks)\n"
+    ),
+)
+
+
+# --- q5 ------------------------------------------------------------------------------------------
+def _judge_q5(answer: Any) -> str | None:
+    y, j = Q5_PAIR
+    expected = float(la_pairwise_margins(COUNTS, 1.0)[y, j])
+    problem = compare_number(answer, expected, name="your margin", rtol=1e-3)
+    if problem is None or "should be a number" in problem:
+        return problem
+    a, ratio = float(answer), COUNTS[j] / COUNTS[y]
+    if _close(a, math.log10(ratio)):
+        return f"{a:.4g} is log10 of {ratio:g}; the loss works in natural logarithms"
+    if _close(a, ratio):
+        return f"{a:.4g} is the ratio pi_j / pi_y itself; the margin is its logarithm"
+    if _close(a, float(elm_effective_margins(COUNTS, MAX_M, 1.0)[y, j])):
+        return (
+            f"{a:.4g} is ELM's Delta_y - Delta_c* (cosine units): the same relative form, but "
+            "the question asks for the logit-adjusted loss's tau log(pi_j / pi_y)"
+        )
+    return problem
+
+
+q5 = Exercise(
+    key="05.q5",
+    question=(
+        "The logit-adjusted loss (Menon et al. 2021, `palviz.losses.LogitAdjustedLoss`, "
+        "$\\tau = 1$) is $\\mathrm{CE}(z + \\tau\\log\\pi, y)$ with the class prior "
+        "$\\pi_j = n_j / \\sum_k n_k$. Same counts: by how much must the target logit of the "
+        f"rarest class $y = {Q5_PAIR[0]}$ beat the logit of the most frequent class "
+        f"$j = {Q5_PAIR[1]}$ at the loss's hinge corner (all other logits far below)? A number."
+    ),
+    judge=_judge_q5,
+    hint_text=(
+        "CE(z + tau log pi, y) = softplus(z_j - z_y + tau (log pi_j - log pi_y)) when only j "
+        "competes: the corner is at z_y - z_j = tau log(pi_j / pi_y), and pi_j / pi_y = n_j / n_y."
+    ),
+    solution_text=(
+        "import math\n\n"
+        f"counts = {list(COUNTS)}\n"
+        f"y, j, tau = {Q5_PAIR[0]}, {Q5_PAIR[1]}, 1.0\n"
+        "answer = tau * math.log(counts[j] / counts[y])  # log(5000 / 50) = 4.605\n"
+    ),
 )

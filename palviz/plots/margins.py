@@ -33,14 +33,15 @@ def _count_ticks(counts: Sequence[int]) -> list[str]:
 def plot_class_margins(
     ax: mpl.axes.Axes, delta: Sequence[float], counts: Sequence[int], *, title: str
 ) -> None:
-    r"""LDAM's per-class margins $\Delta_j$ as bars in class colours, each bar labelled with its
-    value, the class and its training count under it."""
+    r"""LDAM's per-class margins $\Delta_j = C n_j^{-1/4}$ ($C = M n_{\min}^{1/4}$, so the rarest
+    class gets $M$) as bars in class colours, each bar labelled with its value, the class and its
+    training count under it."""
     k = len(counts)
     bars = ax.bar(range(k), delta, color=class_colors(k))
     ax.bar_label(bars, fmt="%.3f", fontsize=7)
     ax.set_xticks(range(k), _count_ticks(counts), fontsize=8)
     ax.set_xlabel("class j (top) and its training count $n_j$ (bottom)")
-    ax.set_ylabel(r"margin $\Delta_j$ (cosine-logit units)")
+    ax.set_ylabel(r"margin $\Delta_j = C n_j^{-1/4}$ (cosine-logit units)")
     ax.set_title(title)
 
 

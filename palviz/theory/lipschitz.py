@@ -15,6 +15,13 @@ $\geq 2(e^{2B} - 1) / (e^{2B}/(k-1) + 1)$ (`lipschitz_normalized_unanchored_lowe
 ascent on `sum_loss_over_labels`; `noise_aware_scale` and `fnpal_max_confidence` are FNPAL's
 scale and the confidence it allows. All are also importable from :mod:`palviz.theory`.
 
+PAL Theorem 4.4 (Eq. 7) is what these constants are for: under symmetric label noise at rate
+$\eta < 1 - 1/k$, a loss whose $L_W$ is $\lambda$-Lipschitz on the ball $\|z\| \leq B$ has
+$$0 \leq R_L(\hat f) - R_L(f^*) \leq \frac{2\eta\lambda B}{k(1-\eta) - 1}$$
+(`noisy_risk_bound`), where $\hat f$ minimises the noisy risk and $f^*$ the clean one.
+`noisy_risk_minimiser` finds $\hat f$'s feature for one sample, so that the bound can be
+checked against an excess risk computed without it. These two are imported from this module.
+
 Everything is computed in float64 and returned as Python floats or NumPy arrays.
 """
 
@@ -42,6 +49,8 @@ __all__ = [
     "lipschitz_pal",
     "lipschitz_unnormalized_z_lower_bound",
     "noise_aware_scale",
+    "noisy_risk_bound",
+    "noisy_risk_minimiser",
     "numeric_lipschitz",
     "numeric_lipschitz_unanchored",
     "sum_loss_over_labels",
@@ -333,3 +342,76 @@ def unnormalized_w_gradient_norm(num_classes: int, B: float, t: Any) -> np.ndarr
     W[:, 0, :] = flat[:, None] * z  # w_1 = t z
     norms = _grad_norms(W, z, "ce", {})
     return norms.detach().numpy().reshape(ts.shape)
+
+
+def noisy_risk_bound(num_classes: int, eta: float, lam: float, B: float) -> float:
+    r"""PAL Theorem 4.4 (Eq. 7): the excess clean risk of the noisy-risk minimiser,
+
+    $$0 \leq R_L(\hat f) - R_L(f^*) \leq \frac{2\eta\lambda B}{k(1-\eta) - 1},$$
+
+    for symmetric label noise at rate $\eta < 1 - 1/k$ and a loss $L$ whose
+    $L_W(z) = \sum_i L(W^\top z, i)$ is $\lambda$-Lipschitz on $\|z\|_2 \leq B$. Why: with
+    $\tilde R$ the noisy risk, $\tilde R(f) = (1 - \frac{\eta k}{k-1}) R(f) +
+    \frac{\eta}{k-1} \mathbb{E}\, L_W(z)$, and $|L_W(z_1) - L_W(z_2)| \leq 2\lambda B$ on the
+    ball; $\tilde R(\hat f) \leq \tilde R(f^*)$ then leaves the bound. A symmetric loss
+    ($L_W$ constant, $\lambda = 0$) gives 0, Ghosh et al.'s Theorem 1.
+
+    Args:
+        num_classes: k >= 2.
+        eta: the noise rate, in $[0, 1 - 1/k)$.
+        lam: the Lipschitz constant $\lambda \geq 0$ (e.g. `lipschitz_pal(k, B)`).
+        B: the feature norm bound, > 0.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    eta = check_range("eta", eta, 0.0, 1 - 1 / k, high_open=True)  # k(1 - eta) - 1 > 0
+    lam = check_non_negative("lam", lam)
+    B = _check_positive("B", B)
+    return 2 * eta * lam * B / (k * (1 - eta) - 1)  # Eq. 7
+
+
+def noisy_risk_minimiser(
+    W: Any, eta: float, B: float, target: int = 0, steps: int = 4000, lr: float = 0.5
+) -> np.ndarray:
+    r"""The feature $\hat z$, $\|\hat z\|_2 \leq B$, minimising the noisy CE risk of one sample
+    of clean class $y$ = `target` under symmetric noise at rate $\eta$:
+
+    $$\hat z = \arg\min_{\|z\| \leq B}\ (1-\eta)\,L(Wz, y) + \frac{\eta}{k-1}
+    \sum_{i \neq y} L(Wz, i) = \arg\min_{\|z\| \leq B} \mathrm{CE}(Wz, q),$$
+
+    $q$ the soft label ($1-\eta$ on $y$, $\frac{\eta}{k-1}$ elsewhere). The risk is convex in $z$
+    and the ball is convex, so projected gradient descent (gradient $W^\top(p - q)$, step `lr`,
+    `steps` steps from $z = 0$) finds it; nothing about the simplex is assumed.
+
+    Args:
+        W: prototypes `[k, d]` (rows).
+        eta: the noise rate in $[0, 1]$.
+        B: the radius, > 0.
+
+    Returns:
+        float64 array `[d]`.
+    """
+    W = _as_float64("W", W).numpy()
+    if W.ndim != 2:
+        raise ValueError(f"W must have shape (num_classes, dim), got {W.shape}")
+    k = W.shape[0]
+    eta = check_probability("eta", eta)
+    B = _check_positive("B", B)
+    y = _check_int("target", target, 0)
+    if y >= k:
+        raise ValueError(f"target must be in [0, {k - 1}], got {y}")
+    steps = _check_int("steps", steps, 1)
+    lr = _check_positive("lr", lr)
+    q = np.full(k, eta / (k - 1))
+    q[y] = 1 - eta
+    # start where the steepest descent from z = 0 meets the sphere: with a one-hot label
+    # (eta = 0) the minimiser lies on the sphere, where the gradient is too small to get there
+    g0 = W.T @ (np.full(k, 1 / k) - q)
+    z = -B * g0 / np.linalg.norm(g0) if np.linalg.norm(g0) > 0 else np.zeros(W.shape[1])
+    for _ in range(steps):
+        logits = W @ z
+        p = np.exp(logits - logits.max())
+        z = z - lr * W.T @ (p / p.sum() - q)  # gradient of CE(Wz, q): W^T (p - q)
+        norm = np.linalg.norm(z)
+        if norm > B:
+            z *= B / norm  # project onto the ball ||z|| <= B
+    return z

@@ -3,11 +3,20 @@ r"""
 
 The ELM paper, Eq. 1-7: cross-entropy in three equal forms, the last a softplus hinge on the
 gap to the strongest wrong class $c^*$ with a bias margin $\hat\rho$ (`ce_softplus_forms`);
-LDAM's per-class margins $\Delta_j \propto n_j^{-1/4}$ (`ldam_margins`); the margin ELM asks
-for, $\Delta_y - \lambda\Delta_{c^*}$ (`elm_effective_margins`); LDAM and ELM as that hinge
+LDAM's per-class margins $\Delta_j = C\,n_j^{-1/4}$ with $C = M\,n_{\min}^{1/4}$, so that the
+rarest class gets $\max_j \Delta_j = M$ (`ldam_margins`); the margin ELM asks for,
+$\Delta_y - \lambda\Delta_{c^*}$ (`elm_effective_margins`); LDAM and ELM as that hinge
 (`margin_softplus_form`, Eq. 5-6); and logits that move only the gap $z_y - z_{c^*}$, for
 drawing a loss against it (`logits_along_gap`, a float64 tensor). All are also importable
 from :mod:`palviz.theory`.
+
+Fisher consistency (PAL Sec. 3, the theorem after Thm 3.2: different per-class margins are
+not Fisher consistent) and logit adjustment (Menon et al., ICLR 2021) are read with
+`la_pairwise_margins` (the lead $\tau\log(\pi_j/\pi_y)$ the logit-adjusted loss asks of $y$
+over $j$), `margin_read_from_loss` (the lead any loss module asks, read off its value) and
+`conditional_risk_minimiser` (the logits minimising $\sum_y \eta_y L(z, y)$ for a class
+posterior $\eta$) with `decision_switch_posterior` (for two classes, the posterior at which
+that minimiser changes its prediction); these four are imported from this module.
 
 Everything is computed in float64 and returned as NumPy arrays (but `logits_along_gap`).
 """
@@ -22,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from palviz.checks import check_class_counts as _check_class_counts
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_non_negative
 from palviz.checks import check_positive as _check_positive
@@ -30,16 +40,20 @@ from palviz.theory._inputs import as_float64 as _as_float64
 
 __all__ = [
     "ce_softplus_forms",
+    "conditional_risk_minimiser",
+    "decision_switch_posterior",
     "elm_effective_margins",
+    "la_pairwise_margins",
     "ldam_margins",
     "logits_along_gap",
+    "margin_read_from_loss",
     "margin_softplus_form",
 ]
 
 
 def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
-    r"""LDAM's per-class margins $\Delta_j = C / n_j^{1/4}$ with $C$ chosen so that
-    $\max_j \Delta_j$ = `max_m` (the rarest class gets the largest margin):
+    r"""LDAM's per-class margins $\Delta_j = C\,n_j^{-1/4}$ with $C = M\,n_{\min}^{1/4}$, $M$ =
+    `max_m`, so that $\max_j \Delta_j = M$ (the rarest class gets the largest margin):
     :func:`palviz.losses.ldam_margins` in float64, as NumPy.
 
     Returns:
@@ -209,3 +223,113 @@ def logits_along_gap(
     z[:, c_star] = 0.0
     z[:, y] = g
     return z
+
+
+def la_pairwise_margins(cls_num_list: Sequence[int], tau: float = 1.0) -> np.ndarray:
+    r"""The lead the logit-adjusted loss (Menon et al., ICLR 2021, Eq. 10) asks of the target
+    $y$ over each class $j$: with $\pi_j = n_j / \sum_k n_k$,
+
+    $$\mathrm{CE}(z + \tau\log\pi, y) = \log\Big[1 + \sum_{j \neq y}
+    e^{z_j - z_y + \tau\log(\pi_j / \pi_y)}\Big],$$
+
+    so the pair $(y, j)$ has the margin $\tau\log(\pi_j/\pi_y) = \tau\log(n_j / n_y)$: a
+    *relative* pairwise margin $g_y - g_j$ with $g = -\tau\log\pi$, antisymmetric in $(y, j)$.
+
+    Returns:
+        float64 array `[C, C]`: rows = target $y$, columns = rival $j$, diagonal NaN.
+    """
+    n = _check_class_counts("cls_num_list", cls_num_list)
+    tau = check_non_negative("tau", tau)
+    out = tau * np.log(n[None, :] / n[:, None])  # tau log(n_j / n_y)
+    np.fill_diagonal(out, np.nan)
+    return out
+
+
+def margin_read_from_loss(loss: Any, num_classes: int, s: float = 1.0) -> np.ndarray:
+    r"""The lead $z_y - z_j$ a loss module asks at its hinge corner, read off its value for every
+    pair $(y, j)$: logits $z_j = 0$, $z_y = -t$ and every other logit at $-10^4$ (so $j$ is the
+    strongest wrong class and $\hat\rho = 0$); a loss of the form
+    $\mathrm{softplus}(s\,(z_j - z_y + m))$ then equals $\mathrm{softplus}(s\,(t + m))$, and
+    $m = \log(e^{L} - 1) / s - t$, with the smallest integer $t \geq 0$ that makes
+    $L \geq \log 2$ (a loss far below it is not resolved in float32).
+
+    Args:
+        loss: a module `loss(logits [1, C], targets [1]) -> scalar` (e.g. `ELMLoss`,
+            `LDAMLoss`, `LogitAdjustedLoss`).
+        num_classes: C >= 2.
+        s: the scale the loss multiplies the logits by (30 for LDAM and ELM, 1 for LA-CE).
+
+    Returns:
+        float64 array `[C, C]`: rows = target $y$, columns = rival $j$, diagonal NaN.
+    """
+    k = _check_int("num_classes", num_classes, 2)
+    s = _check_positive("s", s)
+    out = np.full((k, k), np.nan)
+    for y in range(k):
+        for j in range(k):
+            if j == y:
+                continue
+            # read where the softplus argument is >= 0 (the loss >= log 2, well conditioned
+            # in float32): let z_y trail z_j by t, then L = softplus(s (t + m))
+            for t in range(1001):
+                z = torch.full((1, k), -1e4, dtype=torch.float64)
+                z[0, j], z[0, y] = 0.0, -float(t)
+                value = float(loss(z, torch.tensor([y])))
+                if value >= math.log(2):
+                    break
+            out[y, j] = math.log(math.expm1(value)) / s - t  # softplus^{-1}(L) / s - t
+    return out
+
+
+def conditional_risk_minimiser(posterior: Any, loss: Any, iterations: int = 200) -> np.ndarray:
+    r"""The logits $z^*$ minimising the conditional risk $\sum_y \eta_y L(z, y)$ of one input
+    whose class posterior is $\eta$ = `posterior`. A loss is *Fisher consistent* when
+    $\arg\max_y z^*_y = \arg\max_y \eta_y$ (the Bayes class) for every $\eta$. The losses of
+    this module (CE with margins or a logit shift) are convex in $z$ and invariant to adding a
+    constant to every logit; L-BFGS (float64) finds $z^*$, returned with mean 0.
+
+    Args:
+        posterior: $\eta$, `[C]`, every entry > 0, summing to 1.
+        loss: a module `loss(logits [1, C], targets [1]) -> scalar`.
+
+    Returns:
+        float64 array `[C]`.
+    """
+    eta = _as_float64("posterior", posterior)
+    if eta.dim() != 1 or eta.numel() < 2 or bool((eta <= 0).any()):
+        raise ValueError(f"posterior must be a 1-D array of >= 2 entries > 0, got {eta.tolist()}")
+    if abs(float(eta.sum()) - 1) > 1e-9:
+        raise ValueError(f"posterior must sum to 1, got {float(eta.sum())!r}")
+    iterations = _check_int("iterations", iterations, 1)
+    k = eta.numel()
+    z = torch.zeros(k, dtype=torch.float64, requires_grad=True)
+    targets = torch.arange(k)
+    opt = torch.optim.LBFGS([z], max_iter=iterations, line_search_fn="strong_wolfe",
+                            tolerance_grad=1e-12, tolerance_change=1e-15)  # fmt: skip
+
+    def risk() -> torch.Tensor:
+        opt.zero_grad()
+        # sum_y eta_y L(z, y): the batch of C copies of z, one per label, weighted by eta
+        value = (eta * torch.stack([loss(z[None], targets[y : y + 1]) for y in range(k)])).sum()
+        value.backward()
+        return value
+
+    opt.step(risk)
+    out = z.detach().numpy()
+    return out - out.mean()
+
+
+def decision_switch_posterior(loss: Any, tol: float = 1e-9) -> float:
+    r"""For a two-class loss: the posterior $\eta_0$ of class 0 above which the minimiser of the
+    conditional risk (`conditional_risk_minimiser`) predicts class 0, found by bisection on
+    $\eta_0 \in (0, 1)$ to `tol`. The Bayes classifier switches at $\eta_0 = 1/2$: a loss whose
+    switch lies elsewhere is not Fisher consistent (the classifier minimising the balanced
+    error switches at $\eta_0 = \pi_0$, the class prior of class 0).
+    """
+    tol = _check_positive("tol", tol)
+    lo, hi = tol, 1.0 - tol
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        z = conditional_risk_minimiser([mid, 1.0 - mid], loss)
+        lo, hi = (lo, mid) if z[0] > z[1] else (mid, hi)  # predicts class 0 at mid: look lower
+    return (lo + hi) / 2
