@@ -329,13 +329,22 @@ def syllabus() -> dict[str, dict]:
         return tomllib.load(handle)
 
 
+def _shown_path(path: Path | None) -> str:
+    if path is None:
+        return "?"
+    try:
+        return path.resolve().relative_to(project_root()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def syllabus_page(lessons: list[tuple[str, str, str]], record: TimingRecord | None) -> str:
     """The syllabus page (MyST) for ``lessons`` (stem, title, what-you-will-learn)."""
     data = syllabus()
     if record is None:
         measured = f"Measured run times: {NOT_MEASURED} (no timing record of this profile)."
     else:
-        where = record.source.name if record.source else "?"
+        where = _shown_path(record.source)
         measured = (
             f"Measured run times: from the timing record of the {record.profile} profile, "
             f"{record.date_utc}, a {record.kind} run (`{where}`): seconds to execute each "
@@ -369,20 +378,30 @@ def syllabus_page(lessons: list[tuple[str, str, str]], record: TimingRecord | No
     return "\n".join(parts)
 
 
-def prepare_sources(out_dir: Path, profile: str, src: Path | None = None) -> Path:
+def prepare_sources(
+    out_dir: Path,
+    profile: str,
+    src: Path | None = None,
+    *,
+    notebooks_dir: Path | None = None,
+    figures: Path | None = None,
+    results: Path | None = None,
+) -> Path:
     """Write the book's sources for the executed copies in ``out_dir`` into ``src`` (default
     ``out_dir/book-src``, emptied first): ``index.md``, ``syllabus.md``, ``notebooks/`` and
-    ``docs/``. Every notebook of ``notebooks/`` gets a page, a placeholder if it has no
-    executed copy. Returns ``src``."""
+    ``docs/``. Every notebook of ``notebooks_dir`` (default ``notebooks/``) gets a page, a
+    placeholder if it has no executed copy. The run times come from
+    :func:`palviz.timings.timing_record` (``figures`` and ``results`` say where it looks).
+    Returns ``src``."""
     out_dir, root = Path(out_dir), project_root()
     src = Path(src or out_dir / "book-src")
     shutil.rmtree(src, ignore_errors=True)
     (src / "notebooks").mkdir(parents=True)
     (src / "_generated").mkdir()
     terms = glossary_terms(root / "docs" / "glossary.md")
-    record = timing_record(profile)
+    record = timing_record(profile, figures, results)
     lessons, status = [], []
-    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(Path(notebooks_dir or root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         stem, executed = path.stem, out_dir / f"{path.stem}.ipynb"
         failure = read_failure(out_dir, stem)
         nb = nbformat.read(executed if executed.exists() else path, as_version=4)
