@@ -11,6 +11,8 @@ reference and the docs, built by Sphinx with MyST-NB and sphinx-book-theme (``do
 ``NN_topic.failed.json``    what the book says of that failure (:func:`write_failure`)
 ``book-src/``               the book's sources, written afresh by :func:`prepare_sources`
 ``book/index.html``         the book: front page, syllabus, the lessons in order, the docs
+``jupyter_execute/``,       what MyST-NB and Sphinx keep between builds (the figures taken
+``.doctrees/``              out of the copies, the parsed pages)
 ==========================  ===============================================================
 
 The book is built from the executed copies only (``nb_execution_mode = "off"``): results
