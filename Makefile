@@ -1,10 +1,12 @@
 # The two set-up commands of the README, and a few conveniences.
 #   make figures   install, then regenerate every figure (the profile of PROFILE=..., else of
-#                  $PALVIZ_PROFILE, else quick: embedded data, no network)
-#   make test      install with the test extra (the cluster engines too), then lint and run the
-#                  tests (notebooks in smoke profile; a cluster test without its engine fails)
+#                  $PALVIZ_PROFILE, else quick: embedded data, no network) and build the course
+#                  book from the executed notebooks (build/<profile>/book/index.html)
+#   make test      install with the test extra (the cluster engines too), then lint, run every
+#                  notebook and build the book in the smoke profile with the network cut
+#                  (palviz figures), then the tests (a cluster test without its engine fails)
 #   make lab       install with JupyterLab, register the nbstripout git filter, open the notebooks
-#   make test-browser  the browser test alone (JupyterLab and the course pages in Chromium)
+#   make test-browser  the browser test alone (JupyterLab and the course book in Chromium)
 #   make check-quick   retrain quick from an empty run cache; its result files must equal docs/results/quick/
 PY ?= python3
 PIP ?= $(PY) -m pip
@@ -14,6 +16,10 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 # empty: palviz figures reads $PALVIZ_PROFILE (else quick), as every palviz command does
 PROFILE ?=
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
+# the network cut for the smoke book: `unshare -n` where the machine allows it (else the test
+# of the book runs it again behind a socket guard)
+NETCUT ?= $(shell unshare -n true 2>/dev/null && echo unshare -n || \
+	(unshare -rn true 2>/dev/null && echo unshare -rn))
 
 .PHONY: install install-test figures test test-browser lint lab strip-filter bench clean-smoke check-quick
 
@@ -32,12 +38,17 @@ lint:
 	$(PY) -m ruff check palviz tests benchmarks notebooks
 	$(PY) -m ruff format --check palviz tests benchmarks notebooks
 
-# The smoke runs get their own, emptied run cache so that the tests exercise training. The
-# test extra installs submitit and Dask, so a cluster test that finds neither fails, not skips.
+# The smoke runs get their own, emptied run cache so that the tests exercise training. Every
+# notebook runs once, in `palviz figures --profile smoke` (network cut), which also builds the
+# book that tests/test_book.py checks ($$PALVIZ_BOOK). The test extra installs submitit and
+# Dask, so a cluster test that finds neither fails, not skips.
 test: install-test lint
-	rm -rf build/test-runs
+	rm -rf build/test-runs build/smoke
+	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs \
+		$(if $(NETCUT),$(NETCUT),) $(PY) -m palviz figures --profile smoke
 	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs PALVIZ_REQUIRE_CLUSTER=1 \
-		$(PY) -m pytest tests --nbmake notebooks --nbmake-timeout=300 -p no:cacheprovider
+		$(if $(NETCUT),PALVIZ_BOOK=$(CURDIR)/build/smoke,) \
+		$(PY) -m pytest tests -p no:cacheprovider
 
 # The browser test needs Debian's chromium and chromium-driver (.ci/run installs them).
 test-browser: install-test

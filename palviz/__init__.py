@@ -26,7 +26,7 @@ The **experiment layer**, :mod:`palviz.experiments`, runs the notebooks' experim
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
 trains, claims, tables, executors (local pool, submitit, Dask) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
-``palviz`` command) and the course pages (:mod:`palviz.course`, :mod:`palviz.syllabus`).
+``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.timings`).
 """
 
 __version__ = "0.1.0"

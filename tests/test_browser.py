@@ -4,9 +4,10 @@
    ``quick``): notebooks 01 and 05 run through the menu (Run > Run All Cells); every code cell
    runs once, in order, without errors; every figure cell shows its figure; the ipywidgets
    sliders render and moving one redraws the figure.
-2. The pages of ``palviz figures --profile quick --only 01 05``, opened from ``file://`` with
-   the network cut: no request leaves the machine, the figures are embedded, MathJax typesets
-   the maths; the front page lists the nine lessons and links to the built ones.
+2. The book of ``palviz figures --profile quick --only 01 05``, opened from ``file://`` with
+   the network cut: no request leaves the machine, the lessons in order in the navigation,
+   the figures shown, MathJax typesets the maths, a folded solution opens on a click, the
+   search finds lesson 02.
 
 Everything is written below pytest's temporary folders (the notebooks run from copies, the
 ``PALVIZ_*`` folders are redirected), except the screenshots in ``build/browser/``.
@@ -29,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlparse
+from urllib.parse import urlparse
 
 import nbformat
 import pytest
@@ -637,131 +638,104 @@ def _around(text: str, part: str, width: int = 80) -> str:
     return text[max(0, at - width) : at + width]
 
 
-PAGE_STATE_JS = """
-return Array.from(document.querySelectorAll('.jp-Cell')).map(cell => ({
-  code: cell.classList.contains('jp-CodeCell'),
-  note: cell.querySelectorAll('.palviz-widget-note').length,
-  imgs: Array.from(cell.querySelectorAll('.jp-OutputArea img, .jp-Cell-outputWrapper img'))
-    .map(i => ({complete: i.complete, width: i.naturalWidth, data: i.src.startsWith('data:')})),
-}));
+BOOK_PAGE_JS = """
+const article = document.querySelector('article') || document.body;
+return {
+  imgs: Array.from(article.querySelectorAll('img'))
+    .map(i => ({complete: i.complete, width: i.naturalWidth})),
+  notes: article.querySelectorAll('.palviz-widget-note').length,
+  nav: Array.from(document.querySelectorAll('.bd-sidebar-primary a.reference'))
+    .map(a => a.getAttribute('href')),
+};
 """
+
+
+def _image_outputs(nb) -> int:
+    return sum(
+        any(k.startswith("image/") for k in o.get("data", {}))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    )
 
 
 @pytest.mark.parametrize("stem", STEMS, ids=[_short(s) for s in STEMS])
-def test_page_reads_offline_with_figures_and_typeset_maths(course_pages, offline_driver, stem):
+def test_book_lesson_reads_offline_with_navigation_figures_and_typeset_maths(
+    course_pages, offline_driver, stem
+):
     driver = offline_driver
-    page = course_pages / f"{stem}.html"
-    assert page.is_file(), f"palviz figures wrote no {page.name}: {os.listdir(course_pages)}"
-    executed = nbformat.read(course_pages / f"{stem}.ipynb", as_version=4)
+    page = course_pages / "book" / "notebooks" / f"{stem}.html"
+    assert page.is_file(), f"palviz figures built no {page}: {os.listdir(course_pages)}"
     remote = _open_offline(driver, page)
     assert not remote, f"{page.name} requested from the network: {remote}"
-    _check_maths(driver, page.name, ".jp-MarkdownCell")
-
-    def cells_loaded():
-        cells = driver.execute_script(PAGE_STATE_JS)
-        return all(i["complete"] for c in cells for i in c["imgs"]) and cells
-
-    cells = wait_for(cells_loaded, 30, f"{page.name}: images still loading")
-    assert len(cells) == len(executed.cells), (
-        f"{page.name}: {len(cells)} cells on the page, {len(executed.cells)} in the notebook"
-    )
-    images = [i for c in cells for i in c["imgs"]]
-    pngs = sum(
-        1 for c in executed.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
-    )
-    assert pngs and len(images) >= pngs, (
-        f"{page.name}: {len(images)} images on the page, {pngs} PNG outputs in the executed "
-        "notebook"
-    )
-    broken = [n for n, i in enumerate(images) if not i["data"] or i["width"] == 0]
-    assert not broken, f"{page.name}: images not embedded or not decoded (by order): {broken}"
-    missing = []
-    for index, wanted in _figure_cells(executed):
-        outputs = executed.cells[index].get("outputs", [])
-        # a slider cell: palviz figures runs it without widgets, so it shows the note
-        if "sliders(" in executed.cells[index].source or any(
-            WIDGET_MIME in o.get("data", {}) for o in outputs
-        ):
-            if cells[index]["note"] != 1:
-                missing.append(
-                    f"cell {index}: {cells[index]['note']} notes in place of its sliders, not 1"
-                )
-        elif len(cells[index]["imgs"]) < wanted:
-            kinds = [o.get("output_type") for o in outputs]
-            missing.append(f"cell {index}: {len(cells[index]['imgs'])} of {wanted} figures {kinds}")
-    assert not missing, f"{page.name}: figure cells without their figure:\n" + "\n".join(missing)
-    full_page_screenshot(driver, SHOTS / f"page_{_short(stem)}.png")
-
-
-INDEX_STATE_JS = """
-return Array.from(document.querySelectorAll('section.lesson')).map(s => ({
-  id: s.id,
-  title: (s.querySelector('h2') || {innerText: ''}).innerText.trim(),
-  links: Array.from(s.querySelectorAll('a[href]')).map(a => a.getAttribute('href')),
-  imgs: Array.from(s.querySelectorAll('img'))
-    .map(i => ({src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth})),
-  missing: s.querySelectorAll('.missing').length,
-}));
-"""
-
-
-def test_front_page_lists_every_lesson_and_links_the_built_ones(course_pages, offline_driver):
-    driver = offline_driver
-    index = course_pages / "index.html"
-    assert index.is_file(), f"palviz figures wrote no index.html: {os.listdir(course_pages)}"
-    remote = _open_offline(driver, index)
-    assert not remote, f"index.html requested from the network: {remote}"
-    _check_maths(driver, "index.html", "section.lesson")
-    sections = wait_for(
+    state = driver.execute_script(MATHJAX_STATE_JS)
+    assert state["typeset"] > 0 and state["errors"] == 0, f"{page.name}: MathJax {state}"
+    text = driver.execute_script("return document.querySelector('article').innerText")
+    for raw in ("$$", "Math Processing Error"):
+        assert raw not in text, f"{page.name} shows {raw!r}: ...{_around(text, raw)}..."
+    shown = wait_for(
         lambda: (
-            (s := driver.execute_script(INDEX_STATE_JS))
-            and all(i["complete"] for x in s for i in x["imgs"])
+            (s := driver.execute_script(BOOK_PAGE_JS))
+            and all(i["complete"] for i in s["imgs"])
             and s
         ),
         30,
-        "index.html: no lessons, or thumbnails still loading",
+        f"{page.name}: images still loading",
     )
-    numbers = [p.name[:2] for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
-    assert len(numbers) == 9, f"expected the nine notebooks 00..08, found {numbers}"
-    ids = [s["id"] for s in sections]
-    assert ids == [f"lesson-{n}" for n in numbers], f"index.html: lessons in this order: {ids}"
-    built = {_short(s): s for s in STEMS}
-    for number, section in zip(numbers, sections, strict=True):
-        where = f"index.html, lesson {number}"
-        assert section["title"], f"{where}: no title"
-        if number in built:
-            stem = built[number]
-            assert f"{stem}.html" in section["links"], f"{where}: no link to {stem}.html"
-            assert not section["missing"], f"{where}: marked as not built"
-            thumbs = [i for i in section["imgs"] if i["src"] == f"thumbs/{stem}.png"]
-            assert thumbs and all(i["width"] > 0 for i in thumbs), (
-                f"{where}: thumbnail thumbs/{stem}.png missing or not loaded: {section['imgs']}"
-            )
-        else:
-            assert section["missing"] and not section["links"] and not section["imgs"], (
-                f"{where}: not built, so it should say so and link nowhere: {section}"
-            )
-    full_page_screenshot(driver, SHOTS / "index.png")
+    executed = nbformat.read(course_pages / f"{stem}.ipynb", as_version=4)
+    figures = [i for i in shown["imgs"] if i["width"] > 0]
+    assert len(figures) == _image_outputs(executed) > 0, (page.name, shown["imgs"])
+    nav = [f"{stem}.html" if h == "#" else h for h in shown["nav"]]  # "#": this page
+    lessons = [h for h in nav if re.search(r"\d\d_\w+\.html$", h)]
+    numbers = [re.search(r"(\d\d)_", h).group(1) for h in lessons]
+    expected = [p.name[:2] for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    assert numbers == expected, f"{page.name}: the lessons in the navigation: {lessons}"
+    full_page_screenshot(driver, SHOTS / f"book_{_short(stem)}.png")
 
-    titles = {href: s["title"] for s in sections for href in s["links"]}
-    targets = sorted({h for s in sections for h in s["links"] if not h.startswith("#")})
-    assert targets, "index.html links to no page"
-    for href in targets:
-        url = urljoin(index.as_uri(), href)
-        target = Path(unquote(urlparse(url).path))
-        assert target.is_file(), f"index.html links to {href}, which does not exist ({target})"
-        remote = _open_offline(driver, target)
-        assert not remote, f"{href} (from index.html) requested from the network: {remote}"
-        title = driver.title.strip()
-        heading = driver.execute_script(
-            "const h = document.querySelector('h1'); return h ? h.innerText : ''"
-        )
-        heading = heading.replace("¶", "").strip()
-        cells = driver.execute_script("return document.querySelectorAll('.jp-Cell').length")
-        assert title and cells, f"{href}: title {title!r}, {cells} cells"
-        assert heading == titles[href], (
-            f"index.html links {titles[href]!r} to {href}, whose heading is {heading!r}"
-        )
+
+def test_book_folded_solution_opens_on_a_click(course_pages, offline_driver):
+    from selenium.webdriver.common.by import By
+
+    driver = offline_driver
+    page = course_pages / "book" / "notebooks" / f"{STEMS[0]}.html"
+    _open_offline(driver, page)
+    solutions = [
+        a
+        for a in driver.find_elements(By.CSS_SELECTOR, ".admonition.dropdown")
+        if a.find_element(By.CSS_SELECTOR, ".admonition-title").text.strip() == "Solution"
+    ]
+    assert solutions, f"{page.name}: no folded solution"
+    code = solutions[0].find_element(By.CSS_SELECTOR, "pre")
+    assert not code.is_displayed(), "the solution is not folded"
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", solutions[0])
+    solutions[0].find_element(By.CSS_SELECTOR, ".admonition-title").click()
+    wait_for(code.is_displayed, 10, "a click on the solution's title did not open it")
+    assert code.text.strip(), "the opened solution is empty"
+    driver.save_screenshot(str(SHOTS / "book_solution_open.png"))
+
+
+def test_book_search_finds_the_lesson_offline(course_pages, offline_driver):
+    from selenium.webdriver.common.by import By
+
+    driver = offline_driver
+    search = course_pages / "book" / "search.html"
+    driver.get_log("performance")
+    driver.get(search.as_uri() + "?q=minority+collapse")
+    found = wait_for(
+        lambda: [
+            a.get_attribute("href")
+            for a in driver.find_elements(By.CSS_SELECTOR, "#search-results li a")
+        ],
+        60,
+        "search.html: no results for 'minority collapse'",
+    )
+    assert any("02_minority_collapse" in h for h in found), found
+    full_page_screenshot(driver, SHOTS / "book_search.png")
+    index = course_pages / "book" / "index.html"
+    remote = _open_offline(driver, index, wait_mathjax=False)
+    assert not remote, f"index.html requested from the network: {remote}"
+    text = driver.execute_script("return document.body.innerText")
+    assert "These pages hold the results of the" in text and PROFILE in text
+    full_page_screenshot(driver, SHOTS / "book_index.png")
 
 
 def _exercise_source(answer: str) -> list[str]:

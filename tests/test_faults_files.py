@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from palviz import cli, course, files, plots
+from palviz import book, cli, files, plots
 from palviz import experiments as ex
 from palviz.cli import figures as cli_figures
 from palviz.data import stratified_subset
@@ -160,31 +160,30 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     shared.mkdir(parents=True)
     # what a good run 1 left: its page, copy, thumbnail, figures and claims (06's row too)
     earlier = new_notebook(cells=[new_markdown_cell(LESSON), new_code_cell("1")])
-    course.write_page(earlier, out, "07_lesson")
+    book.write_copy(earlier, out, "07_lesson", "smoke")
     (shared / "07_lesson_line.png").write_text("figure 1")
     (shared / "07_lesson_results.md").write_text("table 1")
     (shared / "claims.csv").write_text(claims_csv("06", 1) + claims_csv("07", 1).split("\n")[1])
     kept = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    before = {name: (tmp_path / name).read_bytes() for name in kept if "mathjax" not in name}
+    before = {name: (tmp_path / name).read_bytes() for name in kept}
 
-    with pytest.raises(course.NotebookFailed) as caught:
+    with pytest.raises(book.NotebookFailed) as caught:
         cli_figures.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
     message = one_line(str(caught.value))
     assert "07_lesson failed: ValueError: cell 3 broke;" in message
-    assert f"the last good page {out / '07_lesson.html'} is kept" in message
+    assert f"the last good run {out / '07_lesson.ipynb'} is kept" in message
     assert "run it again with: palviz figures --profile smoke --only 07" in message
     # nothing a reader sees changed: page, copy, thumbnail, figure, table and claims
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
     assert not (tmp_path / "figures" / ".staging").exists()
     assert not (tmp_path / "figures" / "paper").exists()
-    failed_page = (out / "07_lesson.failed.html").read_text(encoding="utf-8")
-    assert "cell 3 broke" in failed_page and 'class="palviz-failed"' in failed_page
-    index = course.write_index(out, "smoke", tmp_path / "notebooks").read_text(encoding="utf-8")
-    section = index[index.index('<section class="lesson" id="lesson-07">') :]
-    assert '<a href="07_lesson.html">07 · A lesson</a>' in section  # the last good page
-    assert "The last run failed" in section and "ValueError: cell 3 broke" in section
-    assert "<code>palviz figures --profile smoke --only 07</code>" in section
-    assert '<a href="07_lesson.failed.html">' in section
+    assert "cell 3 broke" in (out / "07_lesson.failed.ipynb").read_text(encoding="utf-8")
+    src = book.prepare_sources(out, "smoke", notebooks_dir=tmp_path / "notebooks")
+    page = nbformat.read(src / "notebooks" / "07_lesson.ipynb", as_version=4).cells[0].source
+    assert "The last run of this lesson failed" in page and "ValueError: cell 3 broke" in page
+    assert "This page is the last run that reached the end" in page  # the last good copy
+    assert "`palviz figures --profile smoke --only 07`" in page
+    assert "`07_lesson.failed.ipynb`" in page
 
     cli_figures.execute_notebook(lesson(tmp_path, 3, fail=False), "smoke", out, timeout=120)
     assert (shared / "07_lesson_line.png").read_text() == "figure 3"
@@ -198,26 +197,26 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     assert not (tmp_path / "figures" / ".staging").exists()
     executed = nbformat.read(out / "07_lesson.ipynb", as_version=4)
     assert executed.cells[1].outputs[0]["text"] == f"written to {shared / '07_lesson_line.png'}\n"
-    assert course.read_failure(out, "07_lesson") is None
-    assert not (out / "07_lesson.failed.html").exists()
-    index = course.write_index(out, "smoke", tmp_path / "notebooks").read_text(encoding="utf-8")
-    assert 'class="failed"' not in index
+    assert book.read_failure(out, "07_lesson") is None
+    assert not (out / "07_lesson.failed.ipynb").exists()
+    src = book.prepare_sources(out, "smoke", notebooks_dir=tmp_path / "notebooks")
+    text = (src / "notebooks" / "07_lesson.ipynb").read_text(encoding="utf-8")
+    assert "The last run of this lesson failed" not in text
 
 
 def test_a_lesson_that_never_succeeded_shows_its_failure_not_a_page(tmp_path, monkeypatch):
-    monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     nbformat.write(new_notebook(cells=[new_markdown_cell(LESSON)]), notebooks / "07_lesson.ipynb")
     out = tmp_path / "build" / "quick"
-    failure = course.write_failure(new_notebook(), out, "07_lesson", "KeyError: 'x'", "quick")
+    failure = book.write_failure(new_notebook(), out, "07_lesson", "KeyError: 'x'", "quick")
     assert failure.command == "palviz figures --profile quick --only 07"
-    assert course.read_failure(out, "07_lesson") == failure
-    index = course.write_index(out, "quick", notebooks).read_text(encoding="utf-8")
-    section = index[index.index('<section class="lesson" id="lesson-07">') :]
-    assert "not built: its run failed" in section and "No run has reached the end" in section
-    assert '<a href="07_lesson.html">' not in section
-    assert "KeyError: &#x27;x&#x27;" in section
+    assert book.read_failure(out, "07_lesson") == failure
+    src = book.prepare_sources(out, "quick", notebooks_dir=notebooks)
+    assert not (src / "notebooks" / "07_lesson.ipynb").exists()
+    page = (src / "notebooks" / "07_lesson.md").read_text(encoding="utf-8")
+    assert "No run of this lesson has reached the end yet" in page
+    assert "`KeyError: 'x'`" in page
 
 
 def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
@@ -225,14 +224,17 @@ def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
 ):
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)
+    built = []
+    monkeypatch.setattr(
+        book, "build_book", lambda out_dir, profile: built.append(profile) or out_dir / "i.html"
+    )
     monkeypatch.setattr(
         cli_figures, "train_missing", lambda selected, profile: cli_figures.TrainingTime(0, 0, 0)
     )
 
     def fails(path, profile, out_dir):
-        failure = course.write_failure(new_notebook(), out_dir, path.stem, "OSError: x", profile)
-        raise course.NotebookFailed(path.stem, failure, out_dir)
+        failure = book.write_failure(new_notebook(), out_dir, path.stem, "OSError: x", profile)
+        raise book.NotebookFailed(path.stem, failure, out_dir)
 
     monkeypatch.setattr(cli_figures, "execute_notebook", fails)
     assert cli.main(["figures", "--profile", "smoke", "--only", "02"]) == 1
@@ -241,21 +243,21 @@ def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
     assert "run it again with: palviz figures --profile smoke --only 02" in err
     assert "Traceback" not in err
     assert not (tmp_path / "figures" / "smoke" / "timings.json").exists()  # a failed run
-    index = (tmp_path / "build" / "smoke" / "index.html").read_text(encoding="utf-8")
-    assert 'The last run of lesson(s) <a href="#lesson-02">02</a> failed' in index
+    assert built == ["smoke"]  # the book is built, the failed lesson marked there
+    assert book.read_failure(tmp_path / "build" / "smoke", "02_minority_collapse") is not None
 
 
 def test_error_line_is_the_failed_cells_exception_on_one_line():
     from nbclient.exceptions import CellExecutionError
 
     err = CellExecutionError("Traceback ...\nmany lines", "DiskFullError", "the disk is full")
-    assert course.error_line(err) == "DiskFullError: the disk is full"
-    assert course.error_line(RuntimeError("first\nsecond")) == "RuntimeError: first"
-    assert len(course.error_line(ValueError("x" * 1000))) == course.ERROR_CHARACTERS
+    assert book.error_line(err) == "DiskFullError: the disk is full"
+    assert book.error_line(RuntimeError("first\nsecond")) == "RuntimeError: first"
+    assert len(book.error_line(ValueError("x" * 1000))) == book.ERROR_CHARACTERS
     # a path cut by the length limit is still replaced: replaced first, cut after
     cut = len("OSError: ") + 587  # "/stage" straddles the limit
-    line = course.error_line(OSError("y" * 587 + "/stage/x.png"), replace=("/stage", "/fig"))
-    assert line == "OSError: " + "y" * 587 + "/fig"[: course.ERROR_CHARACTERS - 1 - cut] + "…"
+    line = book.error_line(OSError("y" * 587 + "/stage/x.png"), replace=("/stage", "/fig"))
+    assert line == "OSError: " + "y" * 587 + "/fig"[: book.ERROR_CHARACTERS - 1 - cut] + "…"
 
 
 # ------------------------------------------------------------------ full disk
@@ -317,20 +319,14 @@ def test_pages_on_a_full_disk_are_one_message_and_leave_nothing_half_written(
     full_disk, monkeypatch
 ):
     out = full_disk / "build" / "smoke"
-    with pytest.raises(DiskFullError) as caught:
-        course.install_mathjax(out)  # MathJax is larger than the whole disk
-    message = one_line(str(caught.value))
-    assert message.startswith(f"the disk is full: could not write {out / 'mathjax'} (")
-    assert list(out.iterdir()) == []  # no partial copy left
-    monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)  # it cannot fit
     nb = new_notebook(cells=[new_markdown_cell(LESSON)])
-    course.write_page(nb, out, "07_lesson", profile="smoke")
-    before = (out / "07_lesson.html").read_bytes()
+    book.write_copy(nb, out, "07_lesson", "smoke")
+    before = (out / "07_lesson.ipynb").read_bytes()
     fill(full_disk, 0)
     nb.cells.append(new_markdown_cell("more " * 5000))
     with pytest.raises(DiskFullError, match=re.escape(f"could not write {out / '07_lesson'}")):
-        course.write_page(nb, out, "07_lesson", profile="smoke")
-    assert (out / "07_lesson.html").read_bytes() == before
+        book.write_copy(nb, out, "07_lesson", "smoke")
+    assert (out / "07_lesson.ipynb").read_bytes() == before
     assert temp_files(full_disk) == []
 
 

@@ -373,12 +373,11 @@ def test_report_command_copies_writes_checks_and_refreshes_the_gallery(
 
 
 def _fake_figures(monkeypatch, tmp_path, training, times):
-    from palviz import course
+    from palviz import book
 
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setattr(course, "install_mathjax", lambda out_dir: None)
-    monkeypatch.setattr(course, "write_index", lambda out_dir, profile: tmp_path / "index.html")
+    monkeypatch.setattr(book, "build_book", lambda out_dir, profile: tmp_path / "index.html")
     monkeypatch.setattr(cli_figures, "train_missing", lambda selected, profile: training)
     monkeypatch.setattr(cli_figures, "run_notebooks", times)
 

@@ -18,10 +18,10 @@ an unknown profile, from either, stops it before any work (:func:`parse_args`).
 ``figures`` trains the runs the notebooks will ask for that the cache lacks (one pool, before
 any notebook starts), then executes the notebooks, started in order and two at a time on a
 machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab would. It leaves
-their figures in ``figures/`` and writes executed copies to ``build/<profile>/`` as ``.ipynb``
-and offline ``.html`` pages, with a front page ``build/<profile>/index.html`` (see
-:mod:`palviz.course`). Training results come from the run cache (``runs/``), so a second
-``figures`` only re-renders. Before anything starts it checks the downloaded datasets that the
+their figures in ``figures/`` and writes executed copies to ``build/<profile>/``, then builds
+the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz.book`).
+Training results come from the run cache (``runs/``), so a second ``figures`` only
+re-renders. Before anything starts it checks the downloaded datasets that the
 planned runs read (:func:`palviz.cli.figures.data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,

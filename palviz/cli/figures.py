@@ -77,16 +77,15 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
     ``figures/`` (figures, results tables, its rows of ``claims.csv``, under whatever profile
     it runs) go to a staging folder meanwhile and move into place afterwards, each file
     atomically (:func:`palviz.files.publish`), then its executed copy is written to
-    ``out_dir`` as ``.ipynb`` and ``.html`` (:func:`palviz.course.write_page`). A notebook
-    that fails leaves
-    the last good page and figures as they were: the failed run's page and a record for the
-    front page are written beside them (:func:`palviz.course.write_failure`) and
-    :class:`palviz.course.NotebookFailed` is raised, naming the error and the command that
+    ``out_dir`` (:func:`palviz.book.write_copy`), which the book is built from. A notebook
+    that fails leaves the last good copy and figures as they were: the failed run's notebook
+    and a record for the book are written beside them (:func:`palviz.book.write_failure`) and
+    :class:`palviz.book.NotebookFailed` is raised, naming the error and the command that
     runs it again. An interrupt (Ctrl-C) writes nothing."""
     import nbformat
     from nbclient import NotebookClient
 
-    from palviz import course
+    from palviz import book
 
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
@@ -105,13 +104,13 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
                 client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
             replace_in_outputs(nb, *shown)
             publish(stage, figures_base(), CLAIMS_MERGE)
-            course.write_page(nb, out_dir, path.stem)
+            book.write_copy(nb, out_dir, path.stem, profile)
         except Exception as err:
             replace_in_outputs(nb, *shown)
-            error = course.error_line(err, replace=shown)
-            failure = course.write_failure(nb, out_dir, path.stem, error, profile)
-            raise course.NotebookFailed(path.stem, failure, out_dir) from err
-    course.clear_failure(out_dir, path.stem)
+            error = book.error_line(err, replace=shown)
+            failure = book.write_failure(nb, out_dir, path.stem, error, profile)
+            raise book.NotebookFailed(path.stem, failure, out_dir) from err
+    book.clear_failure(out_dir, path.stem)
     return time.perf_counter() - start
 
 
@@ -375,26 +374,21 @@ def cmd_figures(args: argparse.Namespace) -> int:
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return 2
-    from palviz.course import NotebookFailed, install_mathjax, write_index
+    from palviz.book import NotebookFailed, build_book
     from palviz.threads import matmul_rate
 
     jobs = figure_jobs(args.jobs, len(selected))
     out_dir = build_dir() / args.profile
-    install_mathjax(out_dir)  # once, before the notebooks write their pages
     times: dict[str, float] = {}
     rate_before = matmul_rate()
     total = time.perf_counter()
-    failed: NotebookFailed | None = None
     try:
         training = train_missing(selected, args.profile)
         times = run_notebooks(selected, args.profile, out_dir, jobs)
-    except NotebookFailed as error:
-        failed = error
-    finally:
-        index = write_index(out_dir, args.profile)  # a failed lesson is marked there
-    if failed is not None:
+    except NotebookFailed as failed:
+        index = build_book(out_dir, args.profile)  # the failed lesson is marked there
         print(f"palviz figures: {failed}", file=sys.stderr)
-        print(f"the course's front page: {index.as_uri()}", file=sys.stderr)
+        print(f"the course book: {index.as_uri()}", file=sys.stderr)
         return 1
     total = time.perf_counter() - total
     if training:
@@ -405,9 +399,9 @@ def cmd_figures(args: argparse.Namespace) -> int:
     matmul = (rate_before, matmul_rate())
     record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
     write_json(figures_dir(args.profile) / "timings.json", record)
-    index = write_index(out_dir, args.profile)  # again: the syllabus shows this run's times
-    print(f"executed notebooks (.ipynb, .html) in {out_dir}")
-    print(f"the course's front page: {index.as_uri()}")
+    index = build_book(out_dir, args.profile)  # after the record: the syllabus shows its times
+    print(f"executed notebooks in {out_dir}")
+    print(f"the course book: {index.as_uri()}")
     return 0
 
 

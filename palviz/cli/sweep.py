@@ -15,17 +15,17 @@ from pathlib import Path
 def plan_numbers(only: list[str] | None = None) -> list[str]:
     """The numbers of the notebooks that train
     (:data:`palviz.experiments.plan.NOTEBOOKS_WITH_RUNS`), or those of them in ``only``; ``only``
-    may name any lesson of the course (:data:`palviz.syllabus.SYLLABUS`). Needs no notebook file, so
-    ``palviz plan`` works
-    from any folder."""
+    may name any lesson of the course (``docs/syllabus.toml``, :func:`palviz.book.syllabus`).
+    Needs no notebook file, so ``palviz plan`` works from any folder."""
+    from palviz.book import syllabus
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS
-    from palviz.syllabus import SYLLABUS
 
+    lessons = sorted(syllabus()["lessons"])
     numbers = {n.zfill(2) for n in only or ()}
-    unknown = numbers - set(SYLLABUS)
+    unknown = numbers - set(lessons)
     if unknown:
         raise SystemExit(
-            f"--only: no notebook numbered {sorted(unknown)}; have {' '.join(SYLLABUS)} "
+            f"--only: no notebook numbered {sorted(unknown)}; have {' '.join(lessons)} "
             f"(those that train: {' '.join(NOTEBOOKS_WITH_RUNS)})"
         )
     return [n for n in NOTEBOOKS_WITH_RUNS if not only or n in numbers]

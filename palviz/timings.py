@@ -1,15 +1,11 @@
-"""The course's syllabus: what each lesson needs, what it teaches, how long it takes.
+"""The timing record of ``palviz figures``: how long each notebook took to run.
 
-:data:`SYLLABUS` is a literal table, one :class:`Plan` per lesson ``00``-``08``: the earlier
-lessons and the background knowledge it builds on, and an *estimate* of the study time in
-minutes (reading, following the maths, changing a parameter or two; not the run time). The
-goals are not kept here: they are each notebook's "What you will learn" block, which
-:func:`palviz.course.lessons` reads from the notebook itself.
-
-Measured run times are never typed either. They come only from a timing record that
-``palviz figures`` wrote (:func:`palviz.cli.figures.timings_record`): ``figures_dir(profile)/
+Measured run times are never typed. They come only from a timing record that ``palviz
+figures`` wrote (:func:`palviz.cli.figures.timings_record`): ``figures_dir(profile)/
 timings.json`` if it exists, else the committed copy ``docs/results/<profile>/timings.json``
-(:func:`timing_record`). A lesson the record does not time is "not measured".
+(:func:`timing_record`). A lesson the record does not time is "not measured". The book's
+syllabus page (:mod:`palviz.book`) shows them beside the study-time estimates of
+``docs/syllabus.toml``.
 """
 
 from __future__ import annotations
@@ -20,103 +16,14 @@ from pathlib import Path
 
 from palviz.files import figures_dir, project_root
 
-__all__ = [
-    "NOT_MEASURED",
-    "SYLLABUS",
-    "STUDY_TIME_NOTE",
-    "Plan",
-    "TimingRecord",
-    "record_paths",
-    "run_time_text",
-    "timing_record",
-]
+__all__ = ["NOT_MEASURED", "TimingRecord", "record_paths", "run_time_text", "timing_record"]
 
 NOT_MEASURED = "not measured"
-STUDY_TIME_NOTE = (
-    "estimate, not measured: the time to read a lesson, follow its maths and change a "
-    "parameter or two, for a reader with the background listed"
-)
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one lesson builds on and how long it is expected to take to study."""
-
-    lessons: tuple[str, ...]  # earlier lessons ("01"), in the order to read them
-    background: tuple[str, ...]  # knowledge from outside the course
-    study_minutes_estimate: int  # an estimate, never a measurement
-
-
-#: One entry per lesson, by its number (the notebook's first two characters).
-SYLLABUS: dict[str, Plan] = {
-    "00": Plan(
-        lessons=(),
-        background=(
-            "Python and NumPy",
-            "softmax classifiers and cross-entropy",
-            "training a network with SGD",
-        ),
-        study_minutes_estimate=30,
-    ),
-    "01": Plan(
-        lessons=("00",),
-        background=(
-            "inner products, unit vectors and orthonormal bases",
-            "gradient descent on a loss",
-        ),
-        study_minutes_estimate=60,
-    ),
-    "02": Plan(
-        lessons=("01",),
-        background=(
-            "constrained optimisation (an energy budget) and convexity",
-            "cosine similarity",
-        ),
-        study_minutes_estimate=60,
-    ),
-    "03": Plan(
-        lessons=("00", "02"),
-        background=("weight decay as an L2 penalty", "vector norms", "softmax confidence"),
-        study_minutes_estimate=45,
-    ),
-    "04": Plan(
-        lessons=("01",),
-        background=(
-            "gradients of the softmax cross-entropy",
-            "Lipschitz continuity",
-            "what label noise is",
-        ),
-        study_minutes_estimate=60,
-    ),
-    "05": Plan(
-        lessons=("00", "01"),
-        background=("log-sum-exp and softplus", "hinge (margin) losses"),
-        study_minutes_estimate=60,
-    ),
-    "06": Plan(
-        lessons=("00", "01", "02", "03", "05"),
-        background=(
-            "training CNNs on image data",
-            "confidence intervals and the paired t-test",
-        ),
-        study_minutes_estimate=90,
-    ),
-    "07": Plan(
-        lessons=("01", "04", "06"),
-        background=("label noise and robust losses", "confidence intervals"),
-        study_minutes_estimate=90,
-    ),
-    "08": Plan(
-        lessons=("01", "02", "05", "06"),
-        background=("dimensionality reduction for plots (what UMAP keeps and loses)",),
-        study_minutes_estimate=45,
-    ),
-}
 
 
 @dataclass(frozen=True)
 class TimingRecord:
-    """The parts of a ``timings.json`` the course pages show, and where it was read from."""
+    """The parts of a ``timings.json`` the book's syllabus shows, and where it was read from."""
 
     profile: str
     date_utc: str  # "2026-12-02T02:28:19Z" as the record has it
