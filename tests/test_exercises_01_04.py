@@ -84,6 +84,13 @@ WRONG = {
     ],
     "03.q3": [("stays", "it grows"), ("shrinks", "it grows")],
     "03.q4": [("grows", "it stays"), (True, "answer one of")],
+    "03.q5": [
+        (2.0, "w_y^T z alone"),
+        (2 * (1 - 1 / 9), "subtracting it adds"),
+        (4 * 10 / 9, "squared norm"),
+        (10 / 9, "unit features"),
+        ("two", "should be a number"),
+    ],
     "04.q1": [(0.5299654, "B = eta"), (9.6264, "clean-data scale"), (-0.7867, "wrong sign")],
     "04.q2": [
         (lambda k, B: k * (1 - math.exp(-B)) / (1 + (k - 1) * math.exp(-B)), "-kB/(k-1)"),
@@ -243,3 +250,26 @@ def test_ex01_q3_is_decided_by_rankins_bound_not_by_one_run(monkeypatch, run):
         assert (near in feedback.message) == (abs(angle - 90) <= ex01.Q3_TOL_DEG), feedback
     assert ex01._largest_min_angle(6, 3) == ex01._largest_min_angle(6, 4) == 90.0
     assert ex01._largest_min_angle(6, 2) is None  # 2d < k: the axes do not fit
+
+
+# ---------------------------------------------------------------- ex03: the weight-decay theorem
+
+
+def test_ex03_q5_expects_the_theorems_margin_from_the_formula():
+    """gamma_min = k/(k-1) sqrt(E) at z_i = sqrt(E) w_{y_i} (PAL's weight-decay theorem),
+    computed here from the formula, and the same for every class of the simplex."""
+    ex03 = MODULES["03"]
+    k, E = ex03.Q5["num_classes"], ex03.Q5["energy"]
+    assert math.isclose(ex03._q5_margin(), k / (k - 1) * math.sqrt(E), rel_tol=1e-6)
+    M = np.eye(k) - np.ones((k, k)) / k
+    W = M / np.linalg.norm(M, axis=1, keepdims=True)  # unit rows, cos = -1/(k-1)
+    for c in range(k):
+        logits = W @ (math.sqrt(E) * W[c])
+        assert math.isclose(logits[c] - np.delete(logits, c).max(), ex03._q5_margin(), rel_tol=1e-6)
+    assert ex03.q5.check(k / (k - 1) * math.sqrt(E)).ok
+
+
+def test_ex03_q4_question_reads_plainly():
+    question = MODULES["03"].q4.question
+    assert question.count("(") == question.count(")") and "((" not in question
+    assert "demo_logits() (" not in question and "Exercise 3.3" in question
