@@ -59,6 +59,7 @@ __all__ = [
     "HEAD_KINDS",
     "PROTOTYPE_METHODS",
     "PROTOTYPE_ORIENTATIONS",
+    "SIMPLEX_TOL",
     "AnchoredHead",
     "CosineHead",
     "LinearHead",
@@ -70,6 +71,9 @@ __all__ = [
 PROTOTYPE_METHODS = ("optimize", "etf")
 PROTOTYPE_ORIENTATIONS = ("random", "axis", "block")
 HEAD_KINDS = ("linear", "cosine", "anchored")
+#: How far a pairwise cosine may lie from -1/(k-1) for prototypes to count as a regular simplex
+#: (the guarantee of `simplex_prototypes` for d >= k - 1; lesson 01 and its exercises use it).
+SIMPLEX_TOL = 1e-3
 
 # Defaults of the "optimize" recipe. Adam at a small scale converges to the simplex; the
 # check every `_CHECK_EVERY` steps stops as soon as every pairwise cosine is within

@@ -94,6 +94,13 @@ WRONG = {
     ],
     "03.q3": [("stays", "it grows"), ("shrinks", "it grows")],
     "03.q4": [("grows", "it stays"), (True, "answer one of")],
+    "03.q5": [
+        (2.0, "w_y^T z alone"),
+        (2 * (1 - 1 / 9), "subtracting it adds"),
+        (4 * 10 / 9, "squared norm"),
+        (10 / 9, "unit features"),
+        ("two", "should be a number"),
+    ],
     "04.q1": [(0.5299654, "B = eta"), (9.6264, "clean-data scale"), (-0.7867, "wrong sign")],
     "04.q2": [
         (lambda k, B: k * (1 - math.exp(-B)) / (1 + (k - 1) * math.exp(-B)), "-kB/(k-1)"),
@@ -206,3 +213,79 @@ def test_the_notebook_ends_with_exercises_try_this_summary_references(number):
         for m in re.finditer(r"^## (.+)$", source, re.MULTILINE)
     ]
     assert heads[-4:] == ["Exercises", "Try this", "Summary", "References"], heads
+
+
+# ---------------------------------------------------------------- ex01: the lesson's tolerances
+
+
+def _cosine_error(W: np.ndarray) -> float:
+    """max_{i != j} |cos(w_i, w_j) + 1/(k-1)|, from the formula."""
+    V = W / np.linalg.norm(W, axis=1, keepdims=True)
+    off = (V @ V.T)[~np.eye(len(W), dtype=bool)]
+    return float(np.abs(off + 1 / (len(W) - 1)).max())
+
+
+def _near_simplex(k: int, error: float) -> np.ndarray:
+    """Unit rows whose largest |cos + 1/(k-1)| is ``error`` (to 1e-9): the closed-form simplex
+    M = I - 11^T/k, normalised, plus t times a fixed random matrix, t found by bisection."""
+    M = np.eye(k) - np.ones((k, k)) / k
+    R = np.random.default_rng(k).standard_normal((k, k))
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        t = (low + high) / 2
+        low, high = (t, high) if _cosine_error(M + t * R) < error else (low, t)
+    W = M + low * R
+    return W / np.linalg.norm(W, axis=1, keepdims=True)
+
+
+def test_ex01_q2_accepts_what_lesson_01_accepts_of_pals_optimiser():
+    from palviz.heads import SIMPLEX_TOL, simplex_prototypes
+    from palviz.metrics import simplex_error
+
+    ex01 = MODULES["01"]
+    assert SIMPLEX_TOL == 1e-3
+    assert ex01.q2.check(lambda k: simplex_prototypes(k, k, method="optimize", seed=0)).ok
+    for k in ex01.Q2_KS:  # palviz's own measure agrees with the formula's
+        assert abs(simplex_error(_near_simplex(k, 0.9 * SIMPLEX_TOL)) - 0.9 * SIMPLEX_TOL) < 1e-8
+    assert ex01.q2.check(lambda k: _near_simplex(k, 0.9 * SIMPLEX_TOL)).ok  # was refused
+    feedback = ex01.q2.check(lambda k: _near_simplex(k, 1.5 * SIMPLEX_TOL))
+    assert not feedback.ok and "a regular simplex has every pair at" in feedback.message
+
+
+@pytest.mark.parametrize("run", [{3: 90.0, 4: 89.98}, {3: 89.95, 4: 90.0}, {3: 80.0, 4: 90.0}])
+def test_ex01_q3_is_decided_by_rankins_bound_not_by_one_run(monkeypatch, run):
+    """'stays' is right whatever angle one optimiser run ends at (90 deg at d = 3 and 4);
+    the feedback says which runs are within the stated tolerance of the bound."""
+    ex01 = MODULES["01"]
+    monkeypatch.setattr(ex01, "_q3_angles", lambda: run)
+    assert ex01.q3.check("stays").ok
+    feedback = ex01.q3.check("grows")
+    assert not feedback.ok and "it stays" in feedback.message
+    for d, angle in run.items():
+        near = f"{angle:.3f}° at d = {d} (within {ex01.Q3_TOL_DEG:g}° of 90°)"
+        assert (near in feedback.message) == (abs(angle - 90) <= ex01.Q3_TOL_DEG), feedback
+    assert ex01._largest_min_angle(6, 3) == ex01._largest_min_angle(6, 4) == 90.0
+    assert ex01._largest_min_angle(6, 2) is None  # 2d < k: the axes do not fit
+
+
+# ---------------------------------------------------------------- ex03: the weight-decay theorem
+
+
+def test_ex03_q5_expects_the_theorems_margin_from_the_formula():
+    """gamma_min = k/(k-1) sqrt(E) at z_i = sqrt(E) w_{y_i} (PAL's weight-decay theorem),
+    computed here from the formula, and the same for every class of the simplex."""
+    ex03 = MODULES["03"]
+    k, E = ex03.Q5["num_classes"], ex03.Q5["energy"]
+    assert math.isclose(ex03._q5_margin(), k / (k - 1) * math.sqrt(E), rel_tol=1e-6)
+    M = np.eye(k) - np.ones((k, k)) / k
+    W = M / np.linalg.norm(M, axis=1, keepdims=True)  # unit rows, cos = -1/(k-1)
+    for c in range(k):
+        logits = W @ (math.sqrt(E) * W[c])
+        assert math.isclose(logits[c] - np.delete(logits, c).max(), ex03._q5_margin(), rel_tol=1e-6)
+    assert ex03.q5.check(k / (k - 1) * math.sqrt(E)).ok
+
+
+def test_ex03_q4_question_reads_plainly():
+    question = MODULES["03"].q4.question
+    assert question.count("(") == question.count(")") and "((" not in question
+    assert "demo_logits() (" not in question and "Exercise 3.3" in question

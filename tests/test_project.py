@@ -268,3 +268,116 @@ def test_the_link_check_finds_broken_links_and_anchors(tmp_path):
     assert _slug("6.2 Noisy labels (APL tables, which PAL extends with FNPAL)") == (
         "62-noisy-labels-apl-tables-which-pal-extends-with-fnpal"
     )
+
+
+# ---------------------------------------------------------------- markdown tables (GitHub's rules)
+
+#: A GitHub Markdown delimiter row: cells of dashes, each optionally colon-aligned.
+_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def _table_cells(row: str) -> list[str]:
+    """The cells of a table row as GitHub splits them: on every pipe not escaped as ``\\|``
+    (inline code and maths included), the leading and trailing pipe dropped."""
+    row = row.strip()
+    row = row[1:] if row.startswith("|") else row
+    row = row[:-1] if row.endswith("|") and not row.endswith("\\|") else row
+    return re.split(r"(?<!\\)\|", row)
+
+
+def _tables(text: str) -> list[tuple[str, str, list[str]]]:
+    """Every (header, delimiter, body rows) of ``text`` outside fenced code."""
+    lines = _without_code(text, keep_headings=True).splitlines()
+    found = []
+    for i in range(1, len(lines)):
+        header, delimiter = lines[i - 1], lines[i]
+        if "|" in delimiter and _DELIMITER.match(delimiter) and "|" in header:
+            body = []
+            for row in lines[i + 1 :]:
+                if not row.strip() or "|" not in row:
+                    break
+                body.append(row)
+            found.append((header, delimiter, body))
+    return found
+
+
+def _table_faults(text: str) -> list[str]:
+    """Each table whose delimiter row, or one of whose body rows, has another number of cells
+    than its header (GitHub then renders no table, or drops the extra cells)."""
+    faults = []
+    for header, delimiter, body in _tables(text):
+        n = len(_table_cells(header))
+        counts = [len(_table_cells(row)) for row in [delimiter, *body]]
+        if any(c != n for c in counts):
+            faults.append(f"{header.strip()[:60]!r}: header {n} cells, rows {counts}")
+    return faults
+
+
+def _markdown_sources() -> list[tuple[str, str]]:
+    sources = [
+        (p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8")) for p in _doc_pages()
+    ]
+    for path in _notebooks():
+        for k, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
+            if cell["cell_type"] == "markdown":
+                sources.append((f"{path.name}, cell {k}", "".join(cell["source"])))
+    return sources
+
+
+def test_every_markdown_table_of_the_notebooks_and_docs_parses_as_a_table():
+    sources = _markdown_sources()
+    assert sum(len(_tables(text)) for _, text in sources) >= 10, "the table finder found none"
+    faults = [f"{where}: {fault}" for where, text in sources for fault in _table_faults(text)]
+    assert not faults, faults
+
+
+def test_the_table_check_finds_a_delimiter_row_of_another_width():
+    three_by_four = "| loss | formula | head |\n|---|---|---|---|\n| CE | $x$ | linear |\n"
+    assert len(_table_faults(three_by_four)) == 1
+    fine = "a | b `c\\|d`\n:-- | --:\n1 | 2\n\n```\n| in | code |\n|---|\n```\n"
+    assert _table_faults(fine) == [] and len(_tables(fine)) == 1
+    assert len(_table_faults("| a | b |\n|---|---|\n| 1 | 2 | 3 |\n")) == 1
+
+
+# ---------------------------------------------------------------- the papers' authors and venues
+
+#: How the project cites the papers it teaches (docs/reference.md's list), and the slips it
+#: once made: PAL's first author is Xiong Zhou, ELM's Sota Kato; Kobayashi's LMSCE is BMVC 2019.
+CITED_RIGHT = (
+    "X. Zhou, X. Liu, D. Zhai, J. Jiang, X. Gao, X. Ji. *Prototype-Anchored Learning",
+    "S. Kato, K. Hotta. *Enlarged Large Margin Loss",
+    "T. Kobayashi. *Large Margin In Softmax Cross-Entropy Loss.* BMVC 2019.",
+)
+CITED_WRONG = ("S. Zhou", "T. Kato", "ICIP 2019", "Zhou, S.", "Kato, T.")
+
+
+def _cited_sources() -> list[tuple[str, str]]:
+    code = [
+        (p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8"))
+        for p in ROOT.glob("palviz/**/*.py")
+    ]
+    return _markdown_sources() + code
+
+
+def test_the_papers_authors_and_venues_are_cited_right_everywhere():
+    sources = _cited_sources()
+    wrong = [
+        f"{where}: {slip!r}" for where, text in sources for slip in CITED_WRONG if slip in text
+    ]
+    assert not wrong, wrong
+    reference = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    for form in CITED_RIGHT:
+        assert form in reference, form
+    for path in _notebooks():
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        refs = "".join(
+            "".join(c["source"]) for c in cells if "## References" in "".join(c["source"])
+        )
+        if "Prototype-Anchored Learning" in refs:
+            assert re.search(r"X\. Zhou(, X\. Liu| et al\.)", refs), path.name
+        if "Enlarged Large Margin Loss" in refs:
+            assert "S. Kato, K. Hotta" in refs, path.name
+        if "Large Margin In Softmax" in refs:
+            assert "BMVC 2019" in refs, path.name
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "Zhou, Xiong" in readme and "Kato, Sota" in readme

@@ -56,3 +56,13 @@ def test_the_check_fails_on_a_misquote():
     entries = shipped()
     wrong = pc.Quote("PAL", pc.QUOTES["ce_fnpal"].location, "CE+FNPAL performs better than CE")
     assert _plain(wrong.text) not in _plain(entries["ce_fnpal"]["text"])
+
+
+def test_the_long_tailed_pal_quote_stands_after_the_weight_decay_theorem():
+    """PAL's long-tailed sentence follows the theorem introduced by "Formally, we have the
+    following theorem" (weight decay), not Thm. 4.1 directly: its location says so and its
+    shipped passage opens with the sentence that reads that theorem."""
+    quote = pc.QUOTES["pal_lt"]
+    assert quote.location.startswith("Sec. 4 (after the weight-decay theorem"), quote.location
+    assert "(after Thm. 4.1)" not in quote.location
+    assert shipped()["pal_lt"]["text"].startswith("According to this theoretical guarantee, PAL")

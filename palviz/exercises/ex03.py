@@ -9,13 +9,18 @@ Sec. B.1; docs/reference.md 1 and 5).
 * ``q3`` (predict, then run): doubling every logit (twice the feature norm): does the mean
   confidence grow, shrink or stay?
 * ``q4`` (predict, then run): and the per-class accuracy?
+* ``q5`` (compute a number): the minimal sample margin at the minimiser of PAL's
+  weight-decay theorem (anchored prototypes, softmax loss, a feature budget E), computed from
+  :func:`palviz.heads.simplex_prototypes`.
 
-Every expected value is computed from palviz (:mod:`palviz.data`, :mod:`palviz.metrics`),
+Every expected value is computed from palviz (:mod:`palviz.data`, :mod:`palviz.heads`,
+:mod:`palviz.metrics`),
 never from the student's code.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,9 +34,10 @@ from palviz.exercises.core import (
     not_a_function,
     read_choice,
 )
+from palviz.heads import simplex_prototypes
 from palviz.metrics import mean_confidence_per_class, per_class_accuracy, shot_groups
 
-__all__ = ["demo_logits", "q1", "q2", "q3", "q4"]
+__all__ = ["demo_logits", "q1", "q2", "q3", "q4", "q5"]
 
 Q1 = dict(n_max=500, num_classes=100, imbalance_ratio=100)  # CIFAR-100-LT, rho = 100
 CHOICES = ("grows", "shrinks", "stays")
@@ -227,8 +233,8 @@ q3 = Exercise(
 q4 = Exercise(
     key="03.q4",
     question=(
-        f"Predict, then run: the same logits ({_SETTING}) What does the mean per-class accuracy "
-        'do? Answer `"grows"`, `"shrinks"` or `"stays"`.'
+        "Predict, then run: the logits and targets of Exercise 3.3, every logit doubled. What "
+        'does the mean per-class accuracy do? Answer `"grows"`, `"shrinks"` or `"stays"`.'
     ),
     judge=_doubling_judge(
         "accuracy",
@@ -239,4 +245,59 @@ q4 = Exercise(
         "The prediction is argmax_j z_j. Does multiplying every z_j by 2 change which is largest?"
     ),
     solution_text='answer = "stays"  # the argmax does not move\n',
+)
+
+
+# --- q5 -----------------------------------------------------------------------------------------
+Q5 = dict(num_classes=10, energy=4.0, imbalance_ratio=100)
+
+
+def _q5_margin() -> float:
+    """gamma = w_y^T z - max_{j != y} w_j^T z at the theorem's minimiser z = sqrt(E) w_y, on
+    palviz's simplex (every class gives the same value)."""
+    k, E = Q5["num_classes"], Q5["energy"]
+    W = simplex_prototypes(k, k, method="etf", seed=0).double().numpy()  # unit rows w_j
+    logits = W @ (math.sqrt(E) * W[0])  # w_j^T z for z = sqrt(E) w_0
+    return float(logits[0] - np.max(logits[1:]))
+
+
+def _judge_q5(answer: Any) -> str | None:
+    expected = _q5_margin()
+    problem = compare_number(answer, expected, name="your margin", rtol=1e-4, atol=1e-6)
+    if problem is None or "should be a number" in problem:
+        return problem
+    a, k, E = float(answer), Q5["num_classes"], Q5["energy"]
+    slips = {
+        math.sqrt(E): "that is w_y^T z alone; subtract the largest wrong logit w_j^T z",
+        math.sqrt(E)
+        * (1 - 1 / (k - 1)): "w_j^T z = -sqrt(E)/(k-1) is negative: subtracting it adds",
+        E * k / (k - 1): "E is the squared norm: the features have norm sqrt(E)",
+        k / (k - 1): "that is the margin of unit features; these have norm sqrt(E)",
+    }
+    for value, why in slips.items():
+        if math.isclose(a, value, rel_tol=1e-3):
+            return f"{a:.4g}: {why}"
+    return problem
+
+
+q5 = Exercise(
+    key="03.q5",
+    question=(
+        f"PAL's weight-decay theorem: k = {Q5['num_classes']} prototypes anchored at the regular "
+        "simplex (unit norm), the softmax loss minimised over the features under the budget "
+        f"$\\frac1N\\sum_i\\|z_i\\|_2^2 \\le E = {Q5['energy']:g}$, on a long-tailed training "
+        f"set ($\\rho = {Q5['imbalance_ratio']}$). At the minimiser, what is the minimal sample "
+        "margin $\\gamma_{\\min} = \\min_i (w_{y_i}^\\top z_i - \\max_{j \\neq y_i} "
+        "w_j^\\top z_i)$? A number."
+    ),
+    judge=_judge_q5,
+    hint_text=(
+        "The theorem puts every feature on its prototype at the budget's norm, z_i = sqrt(E) "
+        "w_{y_i}, whatever rho. Then w_y^T z = sqrt(E) and w_j^T z = -sqrt(E)/(k-1) for j != y."
+    ),
+    solution_text=(
+        "import math\n\n"
+        f"k, E = {Q5['num_classes']}, {Q5['energy']:g}\n"
+        "answer = math.sqrt(E) * k / (k - 1)  # 2.2222: z_i = 2 w_{y_i}; rho plays no part\n"
+    ),
 )

@@ -353,7 +353,8 @@ class Quote:
 QUOTES: dict[str, Quote] = {
     "pal_lt": Quote(
         "PAL",
-        "Sec. 4 (after Thm. 4.1), on the experiments of Sec. 5.1 (Tables 1-2)",
+        "Sec. 4 (after the weight-decay theorem that follows Thm. 4.1), "
+        "on the experiments of Sec. 5.1 (Tables 1-2)",
         "PAL can significantly boost the performance of the existing long-tailed "
         "classification methods",
         paper_reads="not stated",  # Sec. 5.1 reports accuracies, not at which epoch

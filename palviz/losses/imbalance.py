@@ -350,7 +350,7 @@ class ELMLoss(_LDAMMarginLoss):
         return self._scaled_ce(torch.where(target, z + shift.unsqueeze(1), z), targets)
 
 
-@register_loss("lmsce", source="Kobayashi, ICIP 2019 (large-margin softmax CE)")
+@register_loss("lmsce", source="Kobayashi, BMVC 2019 (large-margin softmax CE)")
 class LMSCELoss(ClassWeightedLoss):
     r"""Large-margin softmax cross entropy of Kobayashi (the ELM paper's "LMSCE [18]").
 
