@@ -223,6 +223,19 @@ def test_set_up_cells_are_folded_and_echo_nothing(path):
     echoes = isinstance(last, ast.Expr) and getattr(last.value, "func", None) is not None
     if echoes and getattr(last.value.func, "id", "") == "check_parameters":
         assert check.endswith(";"), "the parameters check would echo its dict"
+    for cell in code:  # a folded cell prints nothing but setup_notebook's header line
+        if "hide-input" not in cell.metadata.get("tags", []) or "parameters" in cell.metadata.tags:
+            continue
+        calls = [
+            n.func.id
+            for n in ast.walk(ast.parse(cell.source))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        ]
+        assert not {"print", "display"} & set(calls), f"a folded cell prints: {cell.source[:80]}"
+        body = ast.parse(cell.source).body
+        bare = body and isinstance(body[-1], ast.Expr) and not cell.source.rstrip().endswith(";")
+        named = bare and getattr(getattr(body[-1].value, "func", None), "id", "")
+        assert not bare or named == "setup_notebook", f"a folded cell echoes: {cell.source[-80:]}"
 
 
 def test_kernel_draws_inline_whatever_the_callers_backend(monkeypatch):
