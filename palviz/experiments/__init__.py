@@ -45,6 +45,7 @@ HOMES: dict[str, tuple[str, ...]] = {
         "paper_steps_for",
         "plot_budget",
         "steps_per_run",
+        "training_size",
         "weight_decay_integral",
     ),
     "cachedir": (

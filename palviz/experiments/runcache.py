@@ -73,7 +73,6 @@ from palviz.train import TrainConfig, evaluate, fit, resolve_device
 #: Bump when the meaning or layout of cached results changes.
 CACHE_SCHEMA = 3
 
-
 #: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
 #: most 200 test samples (each class present keeps at least one).
 TOY = {"epochs": 1, "train": 200, "test": 200}
@@ -176,9 +175,8 @@ class RunSpec:
 
     def key(self) -> str:
         """16 hex digits identifying the result: a hash of the spec (without ``label`` and
-        ``train.progress``, which only change how it is shown), palviz's version and
-        :data:`CACHE_SCHEMA`; a noisy spec's also holds :data:`palviz.data.NOISE_REVISION`,
-        so that a change of the noise rule trains the noisy runs again and only them."""
+        ``train.progress``, which only change how it is shown), palviz's version, the
+        :data:`CACHE_SCHEMA` and, for a noisy spec, :data:`palviz.data.NOISE_REVISION`."""
         payload = self.to_dict()
         payload.pop("label")
         payload["train"].pop("progress")
