@@ -89,11 +89,12 @@ _LT_SMALL_TRAIN = {
 #: ``epochs`` (see :func:`palviz.experiments.recipes.expand_schedule`), the other keys are
 #: TrainConfig fields. The network of each dataset is :data:`NETWORKS`'.
 #:
-#: ``quick``: MNIST-1D-LT at rho = 100 (2,326 training signals, 939 down to 9 per class), the
-#: 1-D CNN, 90 epochs of 37 steps (3,330 SGD steps; the paper's CIFAR-10-LT run has 19,400).
+#: ``quick``: MNIST-1D-LT at rho = 100, the 1-D CNN, 90 epochs: far fewer SGD steps than the
+#: paper's CIFAR-10-LT run (lesson 06 prints both, from :mod:`palviz.experiments.budget`).
 #: Every method fits its training set, and weight decay is raised to 2.4e-3 so that the sum
-#: over steps of lr x wd is 0.32, as in the paper's run (0.31) - at the paper's 2e-4 and these
-#: few steps it would be 0.026 and weight decay would barely act. Headline methods only, five
+#: over steps of lr x wd comes close to the paper's run's
+#: (:data:`palviz.experiments.budget.PAPER_LR_WD_INTEGRAL`; lesson 06 prints both); at the
+#: paper's 2e-4 and these few steps weight decay would barely act. Headline methods only, five
 #: paired seeds, and CE + PAL with the axis orientation (the block one is in ``full``).
 #: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
 #: palviz has, at rho = 100 and 10, both orientations, and ``quick``'s runs again on seeds 5-9
