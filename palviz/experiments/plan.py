@@ -29,15 +29,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from palviz.checks import (
-    check_choices,
-    check_int,
-    check_non_negative,
-    check_positive,
-    check_real,
     invalid,
 )
 from palviz.experiments import recipes
-from palviz.experiments.methods import ORIENTATIONS, methods_of
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
 
@@ -58,57 +52,15 @@ __all__ = [
 def train_overrides(
     epochs: Any = None, lr: Any = None, weight_decay: Any = None, batch_size: Any = None
 ) -> dict:
-    """The training fields a parameters cell changes, checked (``None``: unchanged)."""
-    out: dict = {}
-    if epochs is not None:
-        out["epochs"] = check_int("epochs", epochs, 1)
-    if lr is not None:
-        out["lr"] = check_positive("lr", lr)
-    if weight_decay is not None:
-        out["weight_decay"] = check_non_negative("weight_decay", weight_decay)
-    if batch_size is not None:
-        out["batch_size"] = check_int("batch_size", batch_size, 1)
-    return out
+    """The training fields a parameters cell changes (``None``: unchanged). The values were
+    checked by the notebook's parameters check and are checked again by ``TrainConfig``."""
+    given = dict(epochs=epochs, lr=lr, weight_decay=weight_decay, batch_size=batch_size)
+    return {name: value for name, value in given.items() if value is not None}
 
 
-def _lt_labels() -> tuple[str, ...]:
-    return tuple(recipes.LT_METHODS) + tuple(f"{m}+PAL" for m in recipes.LT_METHODS)
-
-
-def _lt_labels_checked(name: str, labels: Any, default: Sequence[str]) -> tuple[str, ...]:
-    if labels is None:
-        return tuple(default)
-    allowed = [label for label in _lt_labels() if recipes_allows_pal(label)]
-    return check_choices(name, labels, allowed)
-
-
-def recipes_allows_pal(label: str) -> bool:
-    """Whether a long-tailed table label names a method that exists (``+PAL`` only where
-    the method's loss allows it)."""
-    return label in methods_of("long_tailed")
-
-
-def _seed(seed: Any) -> int:
-    return check_int("seed", seed, 0)
-
-
-def _seeds(seeds: Any, default: Sequence[int]) -> tuple[int, ...]:
-    if seeds is None:
-        return tuple(default)
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (list, tuple)) or not seeds:
-        raise invalid("seeds", seeds, "a non-empty tuple of integers >= 0, e.g. (0, 1, 2)")
-    for s in seeds:
-        check_int("seeds item", s, 0)
-    if len(set(seeds)) != len(seeds):
-        raise invalid("seeds", seeds, "distinct seeds")
-    return tuple(int(s) for s in seeds)
-
-
-def _ratio(value: Any) -> float:
-    rho = check_real("imbalance_ratio", value)
-    if rho < 1:
-        raise invalid("imbalance_ratio", value, ">= 1")
-    return value
+def _or(values: Any, default: Sequence) -> tuple:
+    """``values`` as a tuple, or ``default`` when ``None``."""
+    return tuple(default if values is None else values)
 
 
 def _label_experiment(group: str, default: tuple[str, ...], doc: str) -> Callable[..., dict]:
@@ -117,14 +69,12 @@ def _label_experiment(group: str, default: tuple[str, ...], doc: str) -> Callabl
     (default: the profile's first), at one ratio and seed."""
 
     def declare(profile, *, methods=None, imbalance_ratio=100, seed=0, datasets=None, **train):
-        labels = _lt_labels_checked("methods", methods, default)
-        rho, seed = _ratio(imbalance_ratio), _seed(seed)
-        changes = train_overrides(**train)
+        labels, changes = _or(methods, default), train_overrides(**train)
         setup = recipes.long_tailed_setup(profile, datasets)
         chosen = setup["datasets"] if datasets is not None else setup["datasets"][:1]
         specs = [
             recipes.lt_label_spec(
-                m, imbalance_ratio=rho, seed=seed, profile=profile, dataset=d, **changes
+                m, imbalance_ratio=imbalance_ratio, seed=seed, profile=profile, dataset=d, **changes
             )
             for d in chosen
             for m in labels
@@ -156,20 +106,15 @@ def _weight_decay(
     batch_size: Any = None,
 ) -> dict[str, list[RunSpec]]:
     """03: CE with each weight decay of ``weight_decays`` (default: the profile's grid)."""
-    if weight_decays is None:
-        decays = tuple(sorted(recipes.long_tailed_setup(profile)["weight_decays"]))
-    else:
-        rule = "a non-empty tuple of distinct numbers >= 0, e.g. (0.0, 1e-3, 1e-2)"
-        if isinstance(weight_decays, (str, bytes)) or not isinstance(weight_decays, (list, tuple)):
-            raise invalid("weight_decays", weight_decays, rule)
-        if not weight_decays or len(set(weight_decays)) != len(weight_decays):
-            raise invalid("weight_decays", weight_decays, rule)
-        decays = tuple(sorted(check_non_negative("weight_decays item", w) for w in weight_decays))
-    rho, seed = _ratio(imbalance_ratio), _seed(seed)
+    decays = sorted(_or(weight_decays, recipes.long_tailed_setup(profile)["weight_decays"]))
     train = train_overrides(epochs=epochs, lr=lr, batch_size=batch_size)
     specs = [
         recipes.lt_spec(
-            "CE", imbalance_ratio=rho, seed=seed, profile=profile, **{**train, "weight_decay": wd}
+            "CE",
+            imbalance_ratio=imbalance_ratio,
+            seed=seed,
+            profile=profile,
+            **{**train, "weight_decay": wd},
         )
         for wd in decays
     ]
@@ -194,26 +139,19 @@ def long_tailed_groups(
     profile's datasets everywhere, in the replication too."""
     profile = resolve_profile(profile)
     setup = recipes.long_tailed_setup(profile, datasets)
-    base = recipes.LT_METHODS
     if methods is None:
-        chosen = tuple(setup["methods"])
-        default_pal = tuple(setup["pal_methods"])
+        chosen, default_pal = tuple(setup["methods"]), tuple(setup["pal_methods"])
     else:
-        chosen = check_choices("methods", methods, base)
+        chosen = tuple(methods)
         default_pal = tuple(m for m in setup["pal_methods"] if m in chosen)
-    if pal_methods is None:
-        pal = default_pal
-    else:
-        allowed = [m for m in base if recipes_allows_pal(f"{m}+PAL")]
-        pal = check_choices("pal_methods", pal_methods, allowed, min_len=0)
+    pal = _or(pal_methods, default_pal)
     if orientations is None:
-        default_o = tuple(setup["orientations"])
-        turned = default_o if "CE" in pal else ()
+        turned = tuple(setup["orientations"]) if "CE" in pal else ()
     else:
-        turned = check_choices("orientations", orientations, ORIENTATIONS[1:], min_len=0)
+        turned = tuple(orientations)
         if turned and "CE" not in pal:
             raise invalid("orientations", orientations, "empty unless 'CE' is among pal_methods")
-    seeds_ = _seeds(seeds, setup["seeds"])
+    seeds_ = _or(seeds, setup["seeds"])
     changes = train_overrides(**train)
     common = dict(profile=profile, seeds=seeds_, datasets=setup["datasets"], **changes)
     grid = recipes.lt_grid(chosen, pal=(False,), **common)
@@ -269,11 +207,10 @@ def noisy_groups(
     if methods is None:
         sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]
     else:
-        chosen = check_choices("methods", methods, recipes.NOISE_METHODS)
-        sym = asym = chosen
+        sym = asym = chosen = tuple(methods)
         head_methods = tuple(m for m in head["methods"] if m in chosen)
-    table_seeds = _seeds(seeds, setup["seeds"])
-    head_seeds = _seeds(seeds, head["seeds"])
+    table_seeds = _or(seeds, setup["seeds"])
+    head_seeds = _or(seeds, head["seeds"])
     changes = train_overrides(**train)
     groups: dict = {}
     for d in setup["datasets"]:
@@ -303,7 +240,7 @@ def noisy_groups(
             "CE+FNPAL",
             setup["sweep_etas"],
             setup["scales"],
-            seeds=_seeds(seeds, setup["sweep_seeds"]),
+            seeds=_or(seeds, setup["sweep_seeds"]),
             profile=profile,
             dataset=setup["sweep_dataset"],
             **changes,
