@@ -153,9 +153,7 @@ def expand_schedule(train: Mapping[str, Any]) -> dict:
         return train
     if shape != "ldam-drw":
         raise ValueError(f"train shape must be 'ldam-drw' or absent, got {shape!r}")
-    epochs = train["epochs"]
-    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
-        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+    epochs = train["epochs"]  # checked where it entered (a profile, a parameters cell)
     first = round(0.8 * epochs)
     second = max(round(0.9 * epochs), first + 1)
     shaped = {
@@ -413,11 +411,6 @@ def lt_grid(
     """
     setup = long_tailed_setup(profile)
     methods = tuple(setup["methods"] if methods is None else methods)
-    for method in methods:
-        if method not in LT_METHODS:
-            raise ValueError(f"methods must be among {tuple(LT_METHODS)}, got {method!r}")
-    if not pal or not all(isinstance(p, bool) for p in pal):
-        raise ValueError(f"pal must be a non-empty sequence of True/False, got {pal!r}")
     ratios = tuple(setup["ratios"] if ratios is None else ratios)
     datasets = tuple(setup["datasets"] if datasets is None else datasets)
     specs = []
@@ -427,8 +420,6 @@ def lt_grid(
                 rho_seeds = tuple(seeds.get(rho, setup["seeds"]))
             else:
                 rho_seeds = tuple(setup["seeds"] if seeds is None else seeds)
-            if not rho_seeds:
-                raise ValueError(f"seeds must name at least one seed for rho = {rho}")
             for method in methods:
                 for with_pal in pal:
                     for seed in rho_seeds:
