@@ -13,6 +13,8 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``;
   :mod:`palviz.evaluation` the evaluation pass, the device and the precision it runs in
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
+- :mod:`palviz.collapse`, :mod:`palviz.calibration`, :mod:`palviz.diagnosis`  neural collapse
+  (NC1-NC4), ECE and post-hoc re-balancing, and ``diagnose``, which reads any classifier
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach, the
   layer-peeled model
 - :mod:`palviz.stats`    paired differences over seeds, Student-t intervals, paired t and
@@ -30,3 +32,5 @@ trains, claims, tables, executors (local pool, submitit, Dask) and pack. Above b
 """
 
 __version__ = "0.1.0"
+
+from palviz.diagnosis import diagnose  # noqa: E402, F401
