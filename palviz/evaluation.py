@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from palviz import calibration, collapse
 from palviz.checks import check_choice, invalid
 from palviz.data import BatchIterator
 
@@ -18,6 +19,7 @@ __all__ = [
     "PRECISIONS",
     "autocast",
     "check_precision",
+    "collapse_readings",
     "eval_batch_size",
     "evaluate",
     "evaluate_batches",
@@ -156,3 +158,56 @@ def evaluate(
     batch_size = eval_batch_size(dev) if batch_size is None else batch_size
     batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
     return evaluate_batches(model, batches, precision=precision, keep_outputs=True)
+
+
+#: What :func:`collapse_readings` returns, in this order (the keys of a training history row).
+COLLAPSE_KEYS = (
+    "nc1",
+    "nc2_norms_means",
+    "nc2_norms_classifier",
+    "nc2_angles_means",
+    "nc2_angles_classifier",
+    "nc3",
+    "nc4",
+    "ece",
+)
+
+
+def collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: float = 1.0) -> dict:
+    """Neural collapse and calibration of one evaluation pass (:func:`evaluate_batches` with
+    ``keep_outputs``), on the split it ran over, as :data:`COLLAPSE_KEYS` -> float:
+
+    - ``nc1``: :func:`palviz.collapse.nc1`, Tr(Sigma_W Sigma_B^+)/K;
+    - ``nc2_norms_*`` / ``nc2_angles_*``: :func:`palviz.collapse.equinorm` and
+      :func:`palviz.collapse.equiangularity` of the centred class means and of the head's
+      class vectors (``head.prototypes``);
+    - ``nc3``: :func:`palviz.collapse.nc3`; ``nc4``: :func:`palviz.collapse.nc4` on the head's
+      own predictions (a cosine or anchored head's logits are not ``W h + b``);
+    - ``ece``: :func:`palviz.calibration.expected_calibration_error` (15 bins) of the logits
+      times ``logit_scale`` (the scale s a loss such as LDAM applies to cosine logits).
+
+    The global mean is the mean of the class means (``center="class_means"``). ``{}`` when a
+    class has no sample in the split (its mean is undefined)."""
+    h = outputs["features"].double().numpy()
+    z = outputs["logits"].double().numpy()
+    y = outputs["targets"].numpy()
+    k = z.shape[1]
+    if np.bincount(y, minlength=k).min() == 0:
+        return {}
+    W = head.prototypes.detach().double().cpu().numpy()
+    means = collapse.class_means(h, y, k)
+    M = collapse.centered_means(h, y, k)  # mu_c - mu_G, mu_G the mean of the class means
+    values = (
+        collapse.nc1(h, y, k),
+        collapse.equinorm(M),
+        collapse.equinorm(W),
+        collapse.equiangularity(M),
+        collapse.equiangularity(W),
+        collapse.nc3(W, M),
+        collapse.nc4(h, None, None, means, preds=z.argmax(1)),
+        calibration.expected_calibration_error(logit_scale * z, y, 15, kind="logits"),
+    )
+    return {
+        key: float(v) if np.isfinite(v) else None  # NaN: too few pairs (JSON has no NaN)
+        for key, v in zip(COLLAPSE_KEYS, values, strict=True)
+    }

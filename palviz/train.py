@@ -56,6 +56,7 @@ from palviz.evaluation import (
     PRECISIONS,
     autocast,
     check_precision,
+    collapse_readings,
     eval_batch_size,
     evaluate,
     evaluate_batches,
@@ -289,7 +290,10 @@ class FitRecord:
         history: one dict per epoch: ``epoch``, ``lr``, ``train_loss``, ``train_acc``,
             ``seconds`` (the training pass), and on evaluated epochs ``test_acc``,
             ``per_class_acc`` (a list; ``None`` for a class absent from the test split) and
-            ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5).
+            ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5) and the
+            neural-collapse and calibration readings of the test split
+            (:func:`palviz.evaluation.collapse_readings`: NC1-NC4, ECE; logits scaled by the
+            loss's ``s`` where it has one, as LDAM, ELM and PAL's margin loss scale cosines).
             ``train_loss`` and ``train_acc`` are running means over the epoch: each batch's
             loss and correct predictions (on the training labels, noisy ones included, in
             training mode and with any augmentation) are counted as the batch is trained on,
@@ -539,13 +543,15 @@ def fit(
         due = config.eval_every and (epoch + 1) % config.eval_every == 0
         if test_batches is not None and (due or epoch == config.epochs - 1):
             result = evaluate_batches(
-                model, test_batches, precision=config.precision, keep_outputs=False
+                model, test_batches, precision=config.precision, keep_outputs=True
             )
             row["test_acc"] = result["acc"]
             row["per_class_acc"] = nan_to_none(result["per_class_acc"])
-            prototypes = getattr(getattr(model, "head", None), "prototypes", None)
-            if prototypes is not None:  # PAL Fig. 5: how far apart the class vectors are
-                row["min_prototype_angle"] = min_prototype_angle(prototypes.float().cpu())
+            head = getattr(model, "head", None)
+            if getattr(head, "prototypes", None) is not None:
+                # PAL Fig. 5: how far apart the class vectors are; neural collapse, calibration
+                row["min_prototype_angle"] = min_prototype_angle(head.prototypes.float().cpu())
+                row.update(collapse_readings(result, head, getattr(loss_fn, "s", 1.0)))
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:

@@ -644,3 +644,42 @@ def test_the_record_is_a_dataclass_whose_dict_has_every_field():
         "seconds",
         "resumed_from",
     }
+
+
+def _nc1_and_ece_by_hand(h, z, y, k, bins=15):
+    """NC1 = Tr(Sigma_W Sigma_B^+)/K (global mean: the mean of the class means) and the
+    15-bin ECE, written out here from their formulas."""
+    mu = np.stack([h[y == c].mean(0) for c in range(k)])
+    centred = mu - mu.mean(0)
+    sigma_w = sum(np.outer(v, v) for v in h - mu[y]) / len(y)
+    sigma_b = sum(np.outer(m, m) for m in centred) / k
+    nc1 = np.trace(sigma_w @ np.linalg.pinv(sigma_b)) / k
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    conf, hit = p.max(1), p.argmax(1) == y
+    ece = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        inside = (conf > lo) & (conf <= hi)
+        if inside.any():
+            ece += inside.mean() * abs(hit[inside].mean() - conf[inside].mean())
+    return nc1, ece
+
+
+def test_evaluated_epochs_record_nc1_and_the_ece_of_the_logits_the_loss_scales():
+    from palviz.losses import LDAMLoss
+
+    x, y = blobs(96)
+    net = model(head="cosine")
+    counts = np.bincount(y.numpy(), minlength=4).tolist()
+    record = fit(net, LDAMLoss(counts, s=30.0), (x, y), (x, y), quiet(epochs=2))
+    last = record.history[-1]
+    assert set(last) >= {"nc1", "nc2_norms_means", "nc2_angles_classifier", "nc3", "nc4", "ece"}
+    ev = evaluate(net, x, y)
+    h, z = ev["features"].double().numpy(), ev["logits"].double().numpy()
+    nc1, ece = _nc1_and_ece_by_hand(h, 30.0 * z, y.numpy(), 4)
+    assert last["nc1"] == pytest.approx(nc1, rel=1e-5)
+    assert last["ece"] == pytest.approx(ece, abs=1e-6)  # at s = 30: the logits LDAM sees
+    _, ece_unscaled = _nc1_and_ece_by_hand(h, z, y.numpy(), 4)
+    assert abs(ece - ece_unscaled) > 1e-3
+    assert 0.0 <= last["nc4"] <= 1.0

@@ -71,7 +71,7 @@ from palviz.threads import single_thread
 from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
-CACHE_SCHEMA = 3
+CACHE_SCHEMA = 4  # 4: the history records neural collapse and ECE at every evaluation
 
 #: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
 #: most 200 test samples (each class present keeps at least one).
