@@ -111,6 +111,7 @@ LESSON_SETTINGS: dict[str, dict[float, str]] = {
         0.99: "the minority cosine the figure's reading reports crossing (its code: > 0.99)",
     },
     "05": {12: "the most classes a margin heatmap annotates (palviz.plots.margins: C <= 12)"},
+    "08": {15: "the ECE's confidence bins (palviz.evaluation.collapse_readings, Guo et al.'s 15)"},
 }
 
 _REFERENCE_WORDS = (

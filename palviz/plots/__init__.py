@@ -46,6 +46,7 @@ from palviz.plots.experiments import (
     plot_training_counts,
     plot_transition_matrix,
 )
+from palviz.plots.geometry import plot_collapse_over_training
 from palviz.plots.margins import (
     plot_class_margins,
     plot_effective_margins,
@@ -78,6 +79,7 @@ __all__ = [
     "plot_angle_histogram",
     "plot_angle_histories",
     "plot_class_margins",
+    "plot_collapse_over_training",
     "plot_cosine_heatmap",
     "plot_cosine_heatmaps",
     "plot_effective_margins",
