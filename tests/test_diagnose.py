@@ -455,6 +455,42 @@ def test_diagnose_of_a_cosine_head_notes_the_cosine_scale_and_plots():
     plt.close(fig)
 
 
+def test_diagnose_reports_a_vanished_classifier_row_and_a_test_split_without_a_class():
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    with torch.no_grad():
+        model[2].weight[1] = 0.0
+    x, y = vectors()
+    xt, yt = vectors((10, 0, 10, 10), seed=6)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y, torch.arange(len(y))), batch_size=64
+    )  # (x, y, index) batches: the index is ignored
+    d = diagnose(model, loader, test=(xt, yt))
+    assert d.value("vanished classifier rows") == 1
+    assert np.isnan(d.cosines[1]).all() and np.isnan(d.cosines[:, 1]).all()
+    W = model[2].weight.detach().double().numpy()
+    kept = np.delete(W, 1, axis=0)
+    assert d.value("NC2 equiangularity (classifier)") == pytest.approx(
+        ref_equiangularity(kept), abs=TOL
+    )
+    assert "test split lacks a class" in d.notes[-1]
+    assert d.value("accuracy", split="test") >= 0.0
+    with pytest.raises(KeyError, match="no 'NC1' for split='test'"):
+        d.value("NC1", split="test")
+    assert d.value("NC4", split="test") >= 0.0  # against the training class means
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_diagnose_on_cuda_gives_the_cpu_numbers():
+    model = classifier_with_anchored_head(normalize=True)
+    x, y = vectors()
+    on_cpu = diagnose(model, (x, y), logit_scale=30.0).frame
+    on_gpu = diagnose(model, (x, y), logit_scale=30.0, device="cuda").frame
+    assert next(model.parameters()).is_cuda
+    assert on_cpu.metric.tolist() == on_gpu.metric.tolist()
+    assert np.allclose(on_cpu.value, on_gpu.value, atol=1e-4)
+
+
 def test_diagnose_is_exported_from_palviz():
     assert palviz.diagnose is diagnose
 
