@@ -164,8 +164,11 @@ def centered_means(
 ) -> np.ndarray:
     r"""The centred class means $M$, rows $\mu_c - \mu_G$: float64 `[K, d]` (``center`` as in
     :func:`global_mean`)."""
-    mu = class_means(features, targets, num_classes)
-    return mu - global_mean(features, targets, num_classes, center)  # mu_c - mu_G
+    check_choice("center", center, CENTERS)
+    h, y, k = _features_and_targets(features, targets, num_classes)
+    mu = _means(h, y, k)
+    mu_g = mu.mean(axis=0) if center == "class_means" else h.mean(axis=0)
+    return mu - mu_g  # mu_c - mu_G
 
 
 def nc1(

@@ -442,6 +442,30 @@ def test_post_hoc_tau_normalisation_leaves_an_anchored_model_unchanged():
     )
 
 
+def test_post_hoc_tau_normalisation_of_a_linear_layer_matches_the_formula():
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    with torch.no_grad():
+        model[2].weight.mul_(torch.tensor([[4.0], [2.0], [1.0], [0.5]]))  # head classes longer
+    x, y = vectors()
+    xv, yv = vectors((10, 10, 10, 10), seed=7)
+    xt, yt = vectors((10, 10, 10, 10), seed=8)
+    taus = [0.0, 0.5, 1.0, 1.5]
+    table = post_hoc(model, (xv, yv), (xt, yt), np.bincount(y.numpy()), taus=taus)
+    W, b = model[2].weight.detach().double().numpy(), model[2].bias.detach().double().numpy()
+    with torch.no_grad():
+        hv, ht = (model[:2](v).double().numpy() for v in (xv, xt))
+
+    def accuracy(h, t, tau):  # h (w_j / ||w_j||^tau) + b_j, the bias kept
+        Wt = np.array([w / np.sqrt(w @ w) ** tau for w in W])
+        return np.mean((h @ Wt.T + b).argmax(1) == t.numpy())
+
+    best = max(taus, key=lambda t: accuracy(hv, yv, t))  # balanced: accuracy = per-class mean
+    row = table[(table.method == "tau-normalisation") & (table.group == "all")]
+    assert row.tau.iloc[0] == best
+    assert row.accuracy.iloc[0] == pytest.approx(accuracy(ht, yt, best))
+
+
 def test_diagnose_of_a_cosine_head_notes_the_cosine_scale_and_plots():
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), CosineHead(8, 4))
