@@ -76,7 +76,7 @@ def _margins(ax: mpl.axes.Axes, per_class: Any) -> None:
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xlabel("class c")
     ax.set_ylabel(r"mean sample margin $z_y - \max_{j \neq y} z_j$")
-    ax.set_title("mean sample margin per class (< 0: mostly misclassified)")
+    ax.set_title("mean sample margin per class (0: the decision boundary)")
     ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     ax.legend(loc="best")
 
