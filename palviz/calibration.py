@@ -31,8 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from palviz.checks import check_choice, check_class_counts, check_int, check_real, invalid
-from palviz.collapse import as_labels, as_matrix
+from palviz.checks import (
+    as_labels,
+    as_matrix,
+    check_choice,
+    check_class_counts,
+    check_int,
+    check_real,
+    invalid,
+)
 from palviz.metrics import per_class_accuracy
 
 __all__ = [

@@ -21,6 +21,8 @@ import numpy as np
 
 __all__ = [
     "ArgumentTypeError",
+    "as_labels",
+    "as_matrix",
     "check_bool",
     "check_choice",
     "check_choices",
@@ -174,3 +176,45 @@ def check_class_counts(name: str, value: Any) -> np.ndarray:
     if not np.all(np.isfinite(counts)) or np.any(counts <= 0):
         raise invalid(name, value, "counts > 0 for every class")
     return counts
+
+
+def _numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch.Tensor, without importing torch
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def as_labels(name: str, x: Any, num_classes: int | None = None) -> np.ndarray:
+    """``x`` (an array or tensor) as int64 class indices ``[N]``, in ``[0, num_classes)`` when
+    given (else >= 0)."""
+    a = _numpy(x)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (N,), got shape {a.shape}")
+    if a.size == 0:
+        return a.astype(np.int64)
+    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integer class indices, got dtype {a.dtype}")
+    a = a.astype(np.int64)
+    if num_classes is not None and (a.min() < 0 or a.max() >= num_classes):
+        raise ValueError(
+            f"{name} must be in [0, {num_classes - 1}] for num_classes={num_classes}, "
+            f"got values in [{a.min()}, {a.max()}]"
+        )
+    if num_classes is None and a.min() < 0:
+        raise ValueError(f"{name} must be >= 0, got minimum {a.min()}")
+    return a
+
+
+def as_matrix(name: str, x: Any, rows: int | None = None, cols: int | None = None) -> np.ndarray:
+    """``x`` (an array or tensor) as a finite float64 matrix, of shape ``(rows, cols)`` where
+    given."""
+    a = _numpy(x)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
+    if (rows is not None and a.shape[0] != rows) or (cols is not None and a.shape[1] != cols):
+        want = f"({rows if rows is not None else 'N'}, {cols if cols is not None else 'd'})"
+        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
+    a = a.astype(np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got NaN or inf entries")
+    return a

@@ -47,13 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from palviz.checks import check_choice, check_num_classes, invalid
+from palviz.checks import as_labels, as_matrix, check_choice, check_num_classes, invalid
 from palviz.metrics import prototype_cosines
 
 __all__ = [
     "CENTERS",
-    "as_labels",
-    "as_matrix",
     "centered_means",
     "class_means",
     "equiangularity",
@@ -72,47 +70,6 @@ CENTERS = ("class_means", "samples")
 #: The pseudo-inverse's cut, numpy's default: eigenvalues of $\Sigma_B$ at most this times the
 #: largest count as 0.
 _RCOND = 1e-15
-
-
-# ----------------------------------------------------------------------------------------------
-# the argument checks of this module and of palviz.calibration / palviz.diagnosis, with the
-# messages of palviz.metrics
-# ----------------------------------------------------------------------------------------------
-def _numpy(x: Any) -> np.ndarray:
-    if hasattr(x, "detach"):  # torch.Tensor, without importing torch
-        x = x.detach().cpu().numpy()
-    return np.asarray(x)
-
-
-def as_labels(name: str, x: Any, num_classes: int | None = None) -> np.ndarray:
-    """``x`` as int64 class indices `[N]`, in ``[0, num_classes)`` when given (else >= 0)."""
-    a = _numpy(x)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (N,), got shape {a.shape}")
-    if a.size == 0:
-        return a.astype(np.int64)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer class indices, got dtype {a.dtype}")
-    a = a.astype(np.int64)
-    low, high = 0, (num_classes - 1 if num_classes is not None else None)
-    if a.min() < low or (high is not None and a.max() > high):
-        allowed = f"in [0, {high}] for num_classes={num_classes}" if high is not None else ">= 0"
-        raise ValueError(f"{name} must be {allowed}, got values in [{a.min()}, {a.max()}]")
-    return a
-
-
-def as_matrix(name: str, x: Any, rows: int | None = None, cols: int | None = None) -> np.ndarray:
-    """``x`` as a finite float64 matrix, of shape ``(rows, cols)`` where given."""
-    a = _numpy(x)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-    if (rows is not None and a.shape[0] != rows) or (cols is not None and a.shape[1] != cols):
-        want = f"({rows if rows is not None else 'N'}, {cols if cols is not None else 'd'})"
-        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite, got NaN or inf entries")
-    return a
 
 
 def _features_and_targets(

@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from palviz import calibration, collapse, metrics
-from palviz.checks import check_choice, check_class_counts, check_int, check_positive, invalid
+from palviz.checks import (
+    as_labels,
+    check_choice,
+    check_class_counts,
+    check_int,
+    check_positive,
+    invalid,
+)
 
 # torch, pandas and the heads are imported on the first call, so that ``import palviz`` (which
 # exports ``diagnose``) stays free of torch
@@ -236,7 +243,7 @@ def _run(model, data, name, *, layer, features, device, batch_size, scale) -> _P
     return _Pass(
         features=torch.cat(hs).numpy(),
         logits=torch.cat(zs).numpy() * scale,  # the model's output times logit_scale
-        targets=collapse.as_labels(f"{name} labels", torch.cat(ys).numpy()),
+        targets=as_labels(f"{name} labels", torch.cat(ys).numpy()),
     )
 
 
@@ -391,7 +398,7 @@ def _training_counts(passes: dict[str, _Pass], k: int, class_counts: Any) -> np.
     """The training counts (given, or counted from the training labels), after checking that
     every label is a class of the model and that every class has a training sample."""
     for name, p in passes.items():
-        collapse.as_labels("data labels" if name == "train" else "test labels", p.targets, k)
+        as_labels("data labels" if name == "train" else "test labels", p.targets, k)
     observed = np.bincount(passes["train"].targets, minlength=k)
     missing = np.flatnonzero(observed == 0)
     if missing.size:

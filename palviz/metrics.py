@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from palviz.checks import check_num_classes, check_real, invalid
+from palviz.checks import as_labels, as_matrix, check_num_classes, check_real, invalid
 
 __all__ = [
     "SHOT_GROUPS",
@@ -75,38 +75,6 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _labels(name: str, x: Any, num_classes: int | None = None) -> np.ndarray:
-    a = _to_numpy(x)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (N,), got shape {a.shape}")
-    if a.size == 0:
-        return a.astype(np.int64)
-    if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integer class indices, got dtype {a.dtype}")
-    a = a.astype(np.int64)
-    if num_classes is not None and (a.min() < 0 or a.max() >= num_classes):
-        raise ValueError(
-            f"{name} must be in [0, {num_classes - 1}] for num_classes={num_classes}, "
-            f"got values in [{a.min()}, {a.max()}]"
-        )
-    if num_classes is None and a.min() < 0:
-        raise ValueError(f"{name} must be >= 0, got minimum {a.min()}")
-    return a
-
-
-def _matrix(name: str, x: Any, rows: int | None = None, cols: int | None = None) -> np.ndarray:
-    a = _to_numpy(x)
-    if a.ndim != 2:
-        raise ValueError(f"{name} must be 2-D, got shape {a.shape}")
-    if (rows is not None and a.shape[0] != rows) or (cols is not None and a.shape[1] != cols):
-        want = f"({rows if rows is not None else 'N'}, {cols if cols is not None else 'd'})"
-        raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    a = a.astype(np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite, got NaN or inf entries")
-    return a
-
-
 def _same_length(a_name: str, a: np.ndarray, b_name: str, b: np.ndarray) -> None:
     if a.shape[0] != b.shape[0]:
         raise ValueError(
@@ -115,7 +83,7 @@ def _same_length(a_name: str, a: np.ndarray, b_name: str, b: np.ndarray) -> None
 
 
 def _prototypes(W: Any) -> np.ndarray:
-    W = _matrix("W", W)
+    W = as_matrix("W", W)
     if W.shape[0] < 2:
         raise ValueError(f"W must have at least 2 rows (classes), got shape {W.shape}")
     return W
@@ -146,12 +114,12 @@ def per_class_accuracy(logits_or_preds: Any, targets: Any, num_classes: int) -> 
         float64 array `[num_classes]` in $[0, 1]$; NaN for a class with no sample.
     """
     k = check_num_classes(num_classes)
-    y = _labels("targets", targets, k)
+    y = as_labels("targets", targets, k)
     x = _to_numpy(logits_or_preds)
     if x.ndim == 2:
-        preds = _matrix("logits", x, rows=y.shape[0], cols=k).argmax(axis=1)
+        preds = as_matrix("logits", x, rows=y.shape[0], cols=k).argmax(axis=1)
     elif x.ndim == 1:
-        preds = _labels("preds", x, k)
+        preds = as_labels("preds", x, k)
         _same_length("preds", preds, "targets", y)
     else:
         raise ValueError(
@@ -278,7 +246,7 @@ def mean_pairwise_cosine(W: Any, classes: Any = None) -> float:
     if classes is None:
         idx = np.arange(k)
     else:
-        idx = _labels("classes", np.atleast_1d(_to_numpy(classes)), k)
+        idx = as_labels("classes", np.atleast_1d(_to_numpy(classes)), k)
         if np.unique(idx).size != idx.size:
             raise ValueError(f"classes must not repeat, got {idx.tolist()}")
     if idx.size < 2:
@@ -324,8 +292,8 @@ def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np
     r"""Mean feature norm per class, $\frac{1}{n_c}\sum_{i: y_i = c} \|z_i\|_2$, of the rows of
     ``features`` `[N, d]` grouped by ``targets`` `[N]` (a per-class result, see the module)."""
     k = check_num_classes(num_classes)
-    y = _labels("targets", targets, k)
-    f = _matrix("features", features, rows=y.shape[0])
+    y = as_labels("targets", targets, k)
+    f = as_matrix("features", features, rows=y.shape[0])
     return _per_class_mean(np.linalg.norm(f, axis=1), y, k)
 
 
@@ -334,7 +302,7 @@ def alive_units(features: Any, threshold: float = 0.0) -> np.ndarray:
     some row of ``features`` `[N, d]` exceeds ``threshold``. A unit that is zero on every
     sample is *dead*: no input moves it, so it carries no class."""
     check_real("threshold", threshold)
-    return (_matrix("features", features) > threshold).any(axis=0)
+    return (as_matrix("features", features) > threshold).any(axis=0)
 
 
 def alive_reach(prototypes: Any, alive: Any) -> np.ndarray:
@@ -363,8 +331,8 @@ def _logits_and_targets(
         raise ValueError(f"logits must have shape (N, C >= 2), got {z.shape}")
     if num_classes is not None and z.shape[1] != num_classes:
         raise ValueError(f"logits must have shape (N, {num_classes}), got {z.shape}")
-    y = _labels("targets", targets, z.shape[1])
-    z = _matrix("logits", z, rows=y.shape[0])
+    y = as_labels("targets", targets, z.shape[1])
+    z = as_matrix("logits", z, rows=y.shape[0])
     return z, y
 
 
@@ -413,8 +381,8 @@ def confusion_matrix(targets: Any, preds: Any, num_classes: int) -> np.ndarray:
         int64 array `[num_classes, num_classes]`.
     """
     k = check_num_classes(num_classes)
-    y = _labels("targets", targets, k)
-    p = _labels("preds", preds, k)
+    y = as_labels("targets", targets, k)
+    p = as_labels("preds", preds, k)
     _same_length("targets", y, "preds", p)
     return np.bincount(y * k + p, minlength=k * k).reshape(k, k).astype(np.int64)
 
@@ -441,8 +409,8 @@ def transition_matrix(clean: Any, noisy: Any, num_classes: int) -> np.ndarray:
 
 def realised_noise_rate(clean: Any, noisy: Any) -> float:
     r"""Fraction of labels that differ, $\frac{1}{N}|\{n: \tilde y_n \neq y_n\}|$."""
-    y = _labels("clean", clean)
-    t = _labels("noisy", noisy)
+    y = as_labels("clean", clean)
+    t = as_labels("noisy", noisy)
     _same_length("clean", y, "noisy", t)
     if y.size == 0:
         raise ValueError("clean and noisy must not be empty")
