@@ -78,6 +78,11 @@ HOMES: dict[str, tuple[str, ...]] = {
         "experiment_specs",
         "train_overrides",
     ),
+    "posthoc": (
+        "held_out_split",
+        "post_hoc_frame",
+        "post_hoc_table_markdown",
+    ),
     "recipes": (
         "DATASET_NAMES",
         "LT_METHODS",
@@ -103,7 +108,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "RunSpec",
         "build_loss",
         "cpu_seconds",
-        "history_series",
         "initial_prototypes",
         "is_cached",
         "prepare_data",
@@ -115,6 +119,7 @@ HOMES: dict[str, tuple[str, ...]] = {
         "class_mean_features",
         "feature_geometry",
         "format_noisy_table",
+        "history_series",
         "lt_caption",
         "lt_table",
         "lt_table_markdown",

@@ -362,23 +362,26 @@ def _covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
 
 def prepare_data(spec: RunSpec) -> dict[str, Any]:
     """The training and test data a spec describes: the (optionally reduced, long-tailed,
-    noisy) training split and the whole test split, plus the class counts."""
+    noisy) training split and the whole test split, plus the class counts and
+    ``train_index``, which samples of the dataset's training split the run trains on."""
     info = pdata.dataset_info(spec.dataset)
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
+    index = np.arange(len(y))  # the samples of the training split the run trains on
     if spec.train_size is not None:
         keep = pdata.stratified_subset(y.numpy(), spec.train_size, spec.seed)
-        x, y = x[keep], y[keep]
+        x, y, index = x[keep], y[keep], index[keep]
     if spec.imbalance_ratio > 1:
-        x, y, _ = pdata.make_long_tailed(
-            x, y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
+        keep, _, _ = pdata.make_long_tailed(
+            np.arange(len(y)), y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
         )
+        x, y, index = x[keep], y[keep], index[keep]
     split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
     if spec.toy is not None:
         keep = _covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
-        x, y = x[keep], y[keep]
+        x, y, index = x[keep], y[keep], index[keep]
         test_keep = _covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
         x_test, y_test = x_test[test_keep], y_test[test_keep]
     clean = np.asarray(y).copy()
@@ -397,6 +400,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         "info": info,
         "train": (x, y),
         "test": (x_test, y_test),
+        "train_index": index,
         "train_counts": counts,
         "split_train_counts": split_counts,
         "clean_labels": clean,
@@ -569,16 +573,6 @@ def is_cached(spec: RunSpec) -> bool:
     entry that reads back soundly)."""
     folder = runs_dir() / spec.key()
     return (folder / "metrics.json").exists() and entry_problem(folder) is None
-
-
-def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, values)`` of ``key`` over the epochs whose history row has it (1-based
-    epochs, so the last of E epochs is E), e.g. ``"test_acc"`` or ``"min_prototype_angle"``."""
-    rows = [r for r in result.metrics["history"] if key in r]
-    if not rows:
-        raise ValueError(f"no history row of {result.label!r} has {key!r}")
-    epochs = np.array([r["epoch"] + 1 for r in rows])
-    return epochs, np.array([r[key] for r in rows], dtype=float)
 
 
 def initial_prototypes(spec: RunSpec) -> np.ndarray:

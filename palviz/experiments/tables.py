@@ -155,6 +155,16 @@ def select_runs(
     return [results[i] for i in picked.index]
 
 
+def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(epochs, values)`` of ``key`` over the epochs whose history row has it (1-based
+    epochs, so the last of E epochs is E), e.g. ``"test_acc"`` or ``"min_prototype_angle"``."""
+    rows = [r for r in result.metrics["history"] if key in r]
+    if not rows:
+        raise ValueError(f"no history row of {result.label!r} has {key!r}")
+    epochs = np.array([r["epoch"] + 1 for r in rows])
+    return epochs, np.array([r[key] for r in rows], dtype=float)
+
+
 def lt_table(results: Sequence[RunResult]) -> list[dict]:
     """One row per (dataset, imbalance ratio, method label), in order of first appearance,
     with mean and standard deviation over its seeds:
