@@ -25,7 +25,7 @@ __all__ = ["q1", "q2", "q3", "q1_probabilities", "q3_changed"]
 
 Q1_CONFIDENCE = (0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.55, 0.3)
 Q1_CORRECT = (1, 1, 0, 1, 1, 0, 0, 1)
-Q1_BINS = 2
+Q1_BINS = 2  # the question's two bins, (0, 0.5] and (0.5, 1]
 Q1_CLASSES = 4
 Q2_COUNTS = (90, 9, 1)
 Q2_LOGITS = (4.0, 2.0, 0.5)
@@ -80,7 +80,7 @@ q1 = Exercise(
     key="09.q1",
     question=(
         f"Eight predictions with top-1 confidences `{list(Q1_CONFIDENCE)}`; the ones marked 1 in "
-        f"`{list(Q1_CORRECT)}` are right. With {Q1_BINS} equal-width confidence bins, (0, 0.5] and "
+        f"`{list(Q1_CORRECT)}` are right. With two equal-width confidence bins, (0, 0.5] and "
         "(0.5, 1], what is the expected calibration error "
         "$\\sum_b \\frac{|B_b|}{N}\\,|\\mathrm{acc}(B_b) - \\mathrm{conf}(B_b)|$? A number."
     ),
