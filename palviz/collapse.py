@@ -69,6 +69,10 @@ __all__ = [
 #: The two readings of the global mean $\mu_G$ (see the module).
 CENTERS = ("class_means", "samples")
 
+#: The pseudo-inverse's cut, numpy's default: eigenvalues of $\Sigma_B$ at most this times the
+#: largest count as 0.
+_RCOND = 1e-15
+
 
 # ----------------------------------------------------------------------------------------------
 # the argument checks of this module and of palviz.calibration / palviz.diagnosis, with the
@@ -105,7 +109,7 @@ def as_matrix(name: str, x: Any, rows: int | None = None, cols: int | None = Non
     if (rows is not None and a.shape[0] != rows) or (cols is not None and a.shape[1] != cols):
         want = f"({rows if rows is not None else 'N'}, {cols if cols is not None else 'd'})"
         raise ValueError(f"{name} must have shape {want}, got {a.shape}")
-    a = a.astype(np.float64)
+    a = np.asarray(a, dtype=np.float64)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return a
@@ -132,10 +136,14 @@ def class_means(features: Any, targets: Any, num_classes: int) -> np.ndarray:
 
     Every class must have a sample (``ValueError`` otherwise, naming the missing classes)."""
     h, y, k = _features_and_targets(features, targets, num_classes)
-    counts = np.bincount(y, minlength=k).astype(np.float64)
-    sums = np.zeros((k, h.shape[1]))
-    np.add.at(sums, y, h)
-    return sums / counts[:, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
+    return _means(h, y, k)
+
+
+def _means(h: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    order = np.argsort(y, kind="stable")  # the samples grouped by class, every class present
+    starts = np.searchsorted(y[order], np.arange(k))
+    sums = np.add.reduceat(h[order], starts, axis=0)  # sum_{y_i = c} h_i
+    return sums / np.bincount(y, minlength=k)[:, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
 
 
 def global_mean(
@@ -156,8 +164,11 @@ def centered_means(
 ) -> np.ndarray:
     r"""The centred class means $M$, rows $\mu_c - \mu_G$: float64 `[K, d]` (``center`` as in
     :func:`global_mean`)."""
-    mu = class_means(features, targets, num_classes)
-    return mu - global_mean(features, targets, num_classes, center)  # mu_c - mu_G
+    check_choice("center", center, CENTERS)
+    h, y, k = _features_and_targets(features, targets, num_classes)
+    mu = _means(h, y, k)
+    mu_g = mu.mean(axis=0) if center == "class_means" else h.mean(axis=0)
+    return mu - mu_g  # mu_c - mu_G
 
 
 def nc1(
@@ -173,6 +184,9 @@ def nc1(
     $\Sigma_W = \frac{1}{N}\sum_i (h_i - \mu_{y_i})(h_i - \mu_{y_i})^\top$ (normalised by the
     number of samples $N$, as ``validate_NC.py``), $\Sigma_B = \frac{1}{K}\sum_c (\mu_c -
     \mu_G)(\mu_c - \mu_G)^\top$ with $\mu_G$ chosen by ``center`` (see the module).
+    Computed through the SVD $M = U S V^\top$ of the centred means, without a $d \times d$
+    matrix: $\frac{1}{K}\mathrm{Tr}(\Sigma_W \Sigma_B^{+}) = \sum_i \frac{1}{N s_i^2}
+    \sum_n ((h_n - \mu_{y_n})^\top v_i)^2$ over the non-zero $s_i$.
 
     Args:
         features, targets, num_classes: $H$ `[N, d]`, `[N]`, $K$.
@@ -180,9 +194,10 @@ def nc1(
         classes: restrict $\Sigma_W$ to the samples of these classes (a shot group: then $N$
             is their number), against the same $\Sigma_B$ of all $K$ classes. Default: all.
     """
+    check_choice("center", center, CENTERS)
     h, y, k = _features_and_targets(features, targets, num_classes)
-    mu = class_means(h, y, k)
-    M = mu - global_mean(h, y, k, center)
+    mu = _means(h, y, k)
+    M = mu - (mu.mean(axis=0) if center == "class_means" else h.mean(axis=0))  # mu_c - mu_G
     keep = np.ones(y.shape[0], dtype=bool)
     if classes is not None:
         idx = as_labels("classes", np.atleast_1d(np.asarray(classes)), k)
@@ -190,9 +205,13 @@ def nc1(
             raise invalid("classes", idx, "at least one class")
         keep = np.isin(y, idx)
     within = h[keep] - mu[y[keep]]  # h_i - mu_{y_i}
-    sigma_w = within.T @ within / within.shape[0]  # (1/N) sum_i (h_i - mu_y)(h_i - mu_y)^T
-    sigma_b = M.T @ M / k  # (1/K) sum_c (mu_c - mu_G)(mu_c - mu_G)^T
-    return float(np.trace(sigma_w @ np.linalg.pinv(sigma_b, hermitian=True)) / k)
+    # Sigma_B = M^T M / K = V S^2 V^T / K (M = U S V^T), so Sigma_B^+ = K V S^-2 V^T and
+    # Tr(Sigma_W Sigma_B^+) / K = sum_i ||(h - mu_y) v_i||^2 / (N s_i^2), over the s_i that
+    # numpy's pinv keeps (eigenvalues of Sigma_B above 1e-15 times the largest): no d x d matrix
+    _, sv, vt = np.linalg.svd(M, full_matrices=False)
+    kept = sv**2 > _RCOND * sv.max() ** 2 if sv.size and sv.max() > 0 else np.zeros(0, bool)
+    projected = within @ vt[kept].T  # (h_i - mu_{y_i}) . v_i
+    return float(np.sum((projected**2).sum(axis=0) / sv[kept] ** 2) / within.shape[0])
 
 
 def equinorm(vectors: Any) -> float:

@@ -240,6 +240,32 @@ def _run(model, data, name, *, layer, features, device, batch_size, scale) -> _P
     )
 
 
+def _forward(model, splits, layer, features, device, batch_size, scale) -> dict[str, _Pass]:
+    """One pass over each split ``{key: (argument name, data)}`` under ``torch.no_grad()`` in
+    ``model.eval()``, the training mode restored after."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return {
+                key: _run(
+                    model,
+                    data,
+                    name,
+                    layer=layer,
+                    features=features,
+                    device=device,
+                    batch_size=batch_size,
+                    scale=scale,
+                )
+                for key, (name, data) in splits.items()
+            }
+    finally:
+        model.train(was_training)
+
+
 def _prepare(model, device, logit_scale, features, batch_size):
     import torch
 
@@ -288,7 +314,8 @@ def _split_rows(split, p, k, W, groups, center, bins, train_means):
         if group != "all" and mask.any():
             add(group, "accuracy", np.nanmean(per_class[cls]))
         if mask.any():
-            add(group, "ECE", calibration.expected_calibration_error(z[mask], y[mask], bins))
+            ece = calibration.expected_calibration_error(z[mask], y[mask], bins, kind="logits")
+            add(group, "ECE", ece)
             add(group, "mean sample margin", margins[mask].mean())
     means = None
     if np.unique(y).size == k:  # every class has a sample: the class means exist
@@ -360,6 +387,33 @@ def _reliability(split, p, bins):
     return pd.DataFrame({"split": split, "bin": np.arange(bins), **r})
 
 
+def _training_counts(passes: dict[str, _Pass], k: int, class_counts: Any) -> np.ndarray:
+    """The training counts (given, or counted from the training labels), after checking that
+    every label is a class of the model and that every class has a training sample."""
+    for name, p in passes.items():
+        collapse.as_labels("data labels" if name == "train" else "test labels", p.targets, k)
+    observed = np.bincount(passes["train"].targets, minlength=k)
+    missing = np.flatnonzero(observed == 0)
+    if missing.size:
+        raise invalid("data", f"no sample of classes {missing.tolist()}", "every class present")
+    counts = check_class_counts("class_counts", observed if class_counts is None else class_counts)
+    if counts.size != k:
+        raise invalid("class_counts", f"{counts.size} counts", f"one count per class ({k})")
+    return counts
+
+
+def _split_note(passes: dict[str, _Pass], k: int, center: str) -> str:
+    sizes = ", ".join(f"{n}: N = {p.targets.size}" for n, p in passes.items())
+    mean = "mean of the class means" if center == "class_means" else "mean of the samples"
+    note = (
+        f"neural collapse measured on the training split (Papyan et al. 2020), K = {k} "
+        f"({sizes}); global mean mu_G = {mean}"
+    )
+    if "test" in passes:
+        note += "; test: NC1-NC3 with its own class means, NC4 against the training means"
+    return note
+
+
 def _scale_note(layer, scale) -> str:
     from palviz.heads import AnchoredHead, CosineHead
 
@@ -418,38 +472,17 @@ def diagnose(
     the features and logits are taken to the CPU in float64 for the measures.
     """
     import pandas as pd
-    import torch
 
     check_choice("center", center, collapse.CENTERS)
     check_int("bins", bins, 1)
     layer, scale, dev = _prepare(model, device, logit_scale, features, batch_size)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            run = {"model": model, "layer": layer, "features": features}
-            run.update(device=dev, batch_size=batch_size, scale=scale)
-            passes = {"train": _run(data=data, name="data", **run)}
-            if test is not None:
-                passes["test"] = _run(data=test, name="test", **run)
-    finally:
-        model.train(was_training)
+    splits = {"train": ("data", data)} | ({} if test is None else {"test": ("test", test)})
+    passes = _forward(model, splits, layer, features, dev, batch_size, scale)
     W, _ = _weights(layer)
     k = passes["train"].logits.shape[1]
     if W is not None and W.shape[0] != k:
         raise invalid("model", f"{W.shape[0]} classifier rows and {k} logits", "one row per logit")
-    observed = np.bincount(passes["train"].targets, minlength=k)
-    if observed.size != k:
-        raise invalid("data", f"labels up to {observed.size - 1}", f"labels in [0, {k - 1}]")
-    for p, name in ((p, n) for n, p in passes.items()):
-        collapse.as_labels(f"{name} labels", p.targets, k)
-    missing = np.flatnonzero(observed == 0)
-    if missing.size:
-        raise invalid("data", f"no sample of classes {missing.tolist()}", "every class present")
-    counts = observed.astype(np.float64) if class_counts is None else class_counts
-    counts = check_class_counts("class_counts", counts)
-    if counts.size != k:
-        raise invalid("class_counts", f"{counts.size} counts", f"one count per class ({k})")
+    counts = _training_counts(passes, k, class_counts)
     groups = metrics.shot_groups(counts)
     group_of = np.empty(k, dtype=object)
     for name, cls in groups.items():
@@ -461,16 +494,7 @@ def diagnose(
         rows += test_rows
         if np.unique(passes["test"].targets).size != k:
             notes.append("the test split lacks a class: NC1-NC3 are left out there")
-    sizes = ", ".join(f"{n}: N = {p.targets.size}" for n, p in passes.items())
-    split_note = (
-        f"neural collapse measured on the training split (Papyan et al. 2020), K = {k} "
-        f"({sizes}); global mean mu_G = "
-        + ("mean of the class means" if center == "class_means" else "mean of the samples")
-        + (
-            "; test: NC1-NC3 with its own class means, NC4 against the training means"
-            * (test is not None)
-        )
-    )
+    split_note = _split_note(passes, k, center)
     return Diagnosis(
         frame=pd.DataFrame(rows, columns=["split", "group", "metric", "value"]),
         per_class=pd.concat(
@@ -534,22 +558,12 @@ def post_hoc(
         accuracies) and ``accuracy``.
     """
     import pandas as pd
-    import torch
 
     counts = check_class_counts("class_counts", class_counts)
     layer, scale, dev = _prepare(model, device, logit_scale, features, batch_size)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            run = {"model": model, "layer": layer, "features": features}
-            run.update(device=dev, batch_size=batch_size, scale=scale)
-            val, tst = (
-                _run(data=held_out, name="held_out", **run),
-                _run(data=test, name="test", **run),
-            )
-    finally:
-        model.train(was_training)
+    splits = {"held_out": ("held_out", held_out), "test": ("test", test)}
+    passes = _forward(model, splits, layer, features, dev, batch_size, scale)
+    val, tst = passes["held_out"], passes["test"]
     k = counts.size
     if tst.logits.shape[1] != k:
         raise invalid("class_counts", f"{k} counts", f"one per logit ({tst.logits.shape[1]})")

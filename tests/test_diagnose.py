@@ -442,6 +442,30 @@ def test_post_hoc_tau_normalisation_leaves_an_anchored_model_unchanged():
     )
 
 
+def test_post_hoc_tau_normalisation_of_a_linear_layer_matches_the_formula():
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    with torch.no_grad():
+        model[2].weight.mul_(torch.tensor([[4.0], [2.0], [1.0], [0.5]]))  # head classes longer
+    x, y = vectors()
+    xv, yv = vectors((10, 10, 10, 10), seed=7)
+    xt, yt = vectors((10, 10, 10, 10), seed=8)
+    taus = [0.0, 0.5, 1.0, 1.5]
+    table = post_hoc(model, (xv, yv), (xt, yt), np.bincount(y.numpy()), taus=taus)
+    W, b = model[2].weight.detach().double().numpy(), model[2].bias.detach().double().numpy()
+    with torch.no_grad():
+        hv, ht = (model[:2](v).double().numpy() for v in (xv, xt))
+
+    def accuracy(h, t, tau):  # h (w_j / ||w_j||^tau) + b_j, the bias kept
+        Wt = np.array([w / np.sqrt(w @ w) ** tau for w in W])
+        return np.mean((h @ Wt.T + b).argmax(1) == t.numpy())
+
+    best = max(taus, key=lambda t: accuracy(hv, yv, t))  # balanced: accuracy = per-class mean
+    row = table[(table.method == "tau-normalisation") & (table.group == "all")]
+    assert row.tau.iloc[0] == best
+    assert row.accuracy.iloc[0] == pytest.approx(accuracy(ht, yt, best))
+
+
 def test_diagnose_of_a_cosine_head_notes_the_cosine_scale_and_plots():
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), CosineHead(8, 4))
@@ -453,6 +477,42 @@ def test_diagnose_of_a_cosine_head_notes_the_cosine_scale_and_plots():
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert len(titles) == 4 and fig.get_suptitle()
     plt.close(fig)
+
+
+def test_diagnose_reports_a_vanished_classifier_row_and_a_test_split_without_a_class():
+    torch.manual_seed(4)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    with torch.no_grad():
+        model[2].weight[1] = 0.0
+    x, y = vectors()
+    xt, yt = vectors((10, 0, 10, 10), seed=6)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y, torch.arange(len(y))), batch_size=64
+    )  # (x, y, index) batches: the index is ignored
+    d = diagnose(model, loader, test=(xt, yt))
+    assert d.value("vanished classifier rows") == 1
+    assert np.isnan(d.cosines[1]).all() and np.isnan(d.cosines[:, 1]).all()
+    W = model[2].weight.detach().double().numpy()
+    kept = np.delete(W, 1, axis=0)
+    assert d.value("NC2 equiangularity (classifier)") == pytest.approx(
+        ref_equiangularity(kept), abs=TOL
+    )
+    assert "test split lacks a class" in d.notes[-1]
+    assert d.value("accuracy", split="test") >= 0.0
+    with pytest.raises(KeyError, match="no 'NC1' for split='test'"):
+        d.value("NC1", split="test")
+    assert d.value("NC4", split="test") >= 0.0  # against the training class means
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_diagnose_on_cuda_gives_the_cpu_numbers():
+    model = classifier_with_anchored_head(normalize=True)
+    x, y = vectors()
+    on_cpu = diagnose(model, (x, y), logit_scale=30.0).frame
+    on_gpu = diagnose(model, (x, y), logit_scale=30.0, device="cuda").frame
+    assert next(model.parameters()).is_cuda
+    assert on_cpu.metric.tolist() == on_gpu.metric.tolist()
+    assert np.allclose(on_cpu.value, on_gpu.value, atol=1e-4)
 
 
 def test_diagnose_is_exported_from_palviz():

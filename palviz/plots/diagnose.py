@@ -45,6 +45,7 @@ def _norms(ax: mpl.axes.Axes, per_class: Any) -> None:
     ax.set_xlabel("class c (training split)")
     ax.set_ylabel(r"classifier-row norm $\|w_c\|$ / centred class-mean norm")
     ax.set_title("norms per class, coloured by shot group")
+    ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     ax.legend(handles=[*handles, dots], loc="best")
 
 
@@ -75,7 +76,8 @@ def _margins(ax: mpl.axes.Axes, per_class: Any) -> None:
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xlabel("class c")
     ax.set_ylabel(r"mean sample margin $z_y - \max_{j \neq y} z_j$")
-    ax.set_title("margins per class (below 0: misclassified on average)")
+    ax.set_title("mean sample margin per class (0: the decision boundary)")
+    ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     ax.legend(loc="best")
 
 

@@ -1,0 +1,84 @@
+"""What does ``palviz.diagnose`` cost beside one forward pass over the same data?
+
+Run from the project root:
+
+    python benchmarks/bench_diagnose.py [--samples 10000] [--classes 100] [--dim 512] [--repeats 3]
+
+The model is ``nn.Identity()`` followed by ``nn.Linear(dim, classes)``, so the data are the
+features themselves (random, long-tailed class counts from 20x the rarest class down to it) and
+the forward pass is as cheap as a classifier gets: the ratio is the measures' own cost
+(class means, NC1's pseudo-inverse per shot group, the cosines, NC4's distances, ECE). Prints
+the best wall time of ``--repeats`` runs of each (batches of 256, on the CPU), their ratio and
+the one-thread matmul rate of the machine at that moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from palviz import diagnose  # noqa: E402
+from palviz.threads import matmul_rate  # noqa: E402
+
+BATCH = 256
+
+
+def data(n: int, k: int, d: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` random features in ``k`` long-tailed classes (counts n_j ~ 20^(-j/(k-1)))."""
+    g = torch.Generator().manual_seed(seed)
+    profile = 20.0 ** (-np.arange(k) / (k - 1))
+    counts = np.maximum(1, np.floor(profile / profile.sum() * n)).astype(int)
+    counts[0] += n - counts.sum()
+    y = torch.repeat_interleave(torch.arange(k), torch.as_tensor(counts))
+    centres = torch.randn(k, d, generator=g)
+    return centres[y] + torch.randn(n, d, generator=g), y
+
+
+def best_of(repeats: int, fn) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--classes", type=int, default=100)
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    x, y = data(args.samples, args.classes, args.dim)
+    model = nn.Sequential(nn.Identity(), nn.Linear(args.dim, args.classes)).eval()
+
+    def forward() -> None:
+        with torch.no_grad():
+            for start in range(0, len(x), BATCH):
+                model(x[start : start + BATCH])
+
+    print(
+        f"diagnose on {args.samples} samples, {args.classes} classes, {args.dim}-dim features; "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; "
+        f"one-thread matmul {matmul_rate():.1f} GFLOP/s"
+    )
+    forward()  # warm-up
+    diagnose(model, (x, y), batch_size=BATCH)
+    t_forward = best_of(args.repeats, forward)
+    t_diagnose = best_of(args.repeats, lambda: diagnose(model, (x, y), batch_size=BATCH))
+    print(f"forward pass: best {t_forward:.3f} s; diagnose: best {t_diagnose:.3f} s")
+    print(f"diagnose / forward pass: {t_diagnose / t_forward:.1f}")
+
+
+if __name__ == "__main__":
+    main()
