@@ -232,7 +232,7 @@ def test_unknown_and_missing_names_and_notebooks_are_errors():
     with pytest.raises(ValueError, match=r"\['UMAP_POINTS'\] were not passed"):
         check_parameters("08_feature_geometry", **values)
     with pytest.raises(ValueError, match=r"notebook must be one of"):
-        check_parameters("09", PROFILE=None)
+        check_parameters("99", PROFILE=None)
 
 
 def test_a_wrong_type_is_reported_before_the_registry_is_imported():

@@ -1,7 +1,7 @@
 """Exercises that check themselves: a question, a check that answers in the student's terms,
 a hint and a solution on request.
 
-A lesson's exercises live in ``palviz.exercises.exNN`` (``ex01`` ... ``ex08``) as
+A lesson's exercises live in ``palviz.exercises.exNN`` (``ex01`` ... ``ex09``) as
 :class:`Exercise` objects ``q1``, ``q2``, ...; a notebook cell holds the blank::
 
     answer = ...  # your answer

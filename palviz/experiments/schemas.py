@@ -460,4 +460,34 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
         ),
         **_TRAIN,
     },
+    "09": {
+        "PROFILE": _PROFILE,
+        "IMBALANCE_RATIO": _real(
+            1,
+            100,
+            "rho = n_max / n_min of the long-tailed cut of digits: 1 is balanced; at 100 the "
+            "rarest class keeps one or two training images",
+            (1, 100),
+            "100",
+        ),
+        "HELD_OUT": _int(
+            5,
+            30,
+            "images per class held out of digits' training split before the long-tailed cut: "
+            "the balanced split that chooses tau (the test split is never used for it)",
+            (5, 20, 30),
+            20.0,
+        ),
+        "SEED": replace(
+            _SEED,
+            doc="draws the held-out split and the long-tailed subset, initialises both networks "
+            "and orders their batches",
+        ),
+        "EPOCHS": replace(
+            _EPOCHS, doc="epochs of both networks; None: the profile's (smoke 30, otherwise 300)"
+        ),
+        "WEIGHT_DECAY": replace(
+            _WEIGHT_DECAY, doc="SGD's weight decay for both networks; None: PAL's 5e-4"
+        ),
+    },
 }
