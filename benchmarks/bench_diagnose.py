@@ -3,6 +3,8 @@
 Run from the project root:
 
     python benchmarks/bench_diagnose.py [--samples 10000] [--classes 100] [--dim 512] [--repeats 3]
+    python benchmarks/bench_diagnose.py --recording
+
 
 The model is ``nn.Identity()`` followed by ``nn.Linear(dim, classes)``, so the data are the
 features themselves (random, long-tailed class counts from 20x the rarest class down to it) and
@@ -10,6 +12,11 @@ the forward pass is as cheap as a classifier gets: the ratio is the measures' ow
 (class means, NC1's pseudo-inverse per shot group, the cosines, NC4's distances, ECE). Prints
 the best wall time of ``--repeats`` runs of each (batches of 256, on the CPU), their ratio and
 the one-thread matmul rate of the machine at that moment.
+
+``--recording`` measures instead what the trainer's neural-collapse and ECE readings
+(``palviz.evaluation.collapse_readings``, at every evaluated epoch) cost during a quick run:
+the quick CE run of notebook 08 trained twice in this process, into a temporary run cache,
+with the readings and with them switched off, and the ratio of the two wall times.
 """
 
 from __future__ import annotations
@@ -51,13 +58,47 @@ def best_of(repeats: int, fn) -> float:
     return min(times)
 
 
+def recording_cost() -> None:
+    """The quick CE run of notebook 08 with and without the collapse readings."""
+    import os
+    import tempfile
+
+    import palviz.train
+    from palviz import experiments as ex
+
+    spec = ex.experiment_specs("08", "quick", methods=("CE",))[0]
+    spec = spec.replace(train={"progress": False})
+    readings = palviz.train.collapse_readings
+    seconds = {}
+    for name, reader in (("with the readings", readings), ("without", lambda *a, **k: {})):
+        palviz.train.collapse_readings = reader
+        with tempfile.TemporaryDirectory() as runs:
+            os.environ["PALVIZ_RUNS"] = runs
+            start = time.perf_counter()
+            ex.run(spec)
+            seconds[name] = time.perf_counter() - start
+    palviz.train.collapse_readings = readings
+    print(
+        f"quick run {spec.label} ({spec.train.epochs} epochs, evaluated every "
+        f"{spec.train.eval_every}); one-thread matmul {matmul_rate():.1f} GFLOP/s"
+    )
+    for name, t in seconds.items():
+        print(f"  {name}: {t:.1f} s")
+    ratio = seconds["with the readings"] / seconds["without"]
+    print(f"with / without: {ratio:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recording", action="store_true", help="the trainer's readings' cost")
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--classes", type=int, default=100)
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.recording:
+        recording_cost()
+        return
     torch.manual_seed(0)
     x, y = data(args.samples, args.classes, args.dim)
     model = nn.Sequential(nn.Identity(), nn.Linear(args.dim, args.classes)).eval()
