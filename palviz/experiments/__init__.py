@@ -20,7 +20,9 @@ subject modules it teaches. Its modules:
 - :mod:`~palviz.experiments.plan` what each notebook trains, declared once (:func:`experiment`)
 - :mod:`~palviz.experiments.params` each notebook's parameters, checked once
   (:func:`check_parameters`; the schemas in :mod:`~palviz.experiments.schemas`)
-- :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it
+- :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it;
+  :mod:`~palviz.experiments.posthoc` post-hoc re-balancing of cached runs (logit adjustment,
+  tau-normalisation, tau chosen on held-out training samples)
 - :mod:`~palviz.experiments.claims` each paper claim, quoted, and the runs it reads;
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive;
