@@ -239,12 +239,12 @@ class _LDAMMarginLoss(ClassWeightedLoss):
         return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
 
 
-@register_loss(
-    "ldam",
-    needs=("class_counts",),
-    head="cosine",
-    source="Cao et al., NeurIPS 2019, Eq. 13",
-)
+#: What the LDAM family (LDAM, ELM, ELM w/o Delta_y) needs of a run: its class counts (the
+#: margins) and a cosine head (its logits are cosines, which the loss scales by s).
+_LDAM_FAMILY = {"needs": ("class_counts",), "head": "cosine"}
+
+
+@register_loss("ldam", **_LDAM_FAMILY, source="Cao et al., NeurIPS 2019, Eq. 13")
 class LDAMLoss(_LDAMMarginLoss):
     r"""Label-distribution-aware margin loss.
 
@@ -279,12 +279,7 @@ class LDAMLoss(_LDAMMarginLoss):
         return self._scaled_ce(torch.where(target, z - m[targets].unsqueeze(1), z), targets)
 
 
-@register_loss(
-    "elm",
-    needs=("class_counts",),
-    head="cosine",
-    source="Kato & Hotta, arXiv 2306.09132, Eq. 6",
-)
+@register_loss("elm", **_LDAM_FAMILY, source="Kato & Hotta, arXiv 2306.09132, Eq. 6")
 class ELMLoss(_LDAMMarginLoss):
     r"""Enlarged large margin loss (ELM), as published.
 
@@ -483,8 +478,7 @@ class NormalizedMarginLoss(nn.Module):
 
 @register_loss(
     "elm_wo_delta_y",
-    needs=("class_counts",),
-    head="cosine",
+    **_LDAM_FAMILY,
     source="Kato & Hotta, arXiv 2306.09132, Table 1 (ELM w/o Delta_y)",
 )
 def elm_without_target_margin(
