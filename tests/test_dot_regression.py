@@ -16,7 +16,7 @@ import pytest
 import torch
 from test_losses import TOL, value
 
-from palviz.experiments import methods, recipes
+from palviz.experiments import methods, plan, recipes
 from palviz.heads import AnchoredHead, simplex_prototypes
 from palviz.losses import LOSSES, DotRegressionLoss, batch_class_lengths, make_loss
 
@@ -137,3 +137,20 @@ def test_an_etf_method_must_be_long_tailed_without_pal_on_cosine_logits():
         methods.check_table([bad])
     with pytest.raises(ValueError, match="etf=True"):
         methods.check_table([methods.TableMethod("X", "long_tailed", "dot_regression", etf=True)])
+
+
+def test_full_and_paper_train_the_rivals_without_pal_and_quick_and_smoke_do_not():
+    rivals = {"EQLv2", "ETF+DR"}
+    for profile in ("full", "paper"):
+        setup = recipes.long_tailed_setup(profile)
+        assert rivals <= set(setup["methods"]) and not rivals & set(setup["pal_methods"])
+        assert setup["ratios"] == (100, 50, 10)
+    assert recipes.long_tailed_setup("paper")["seeds"] == (0, 1, 2)
+    for profile in ("smoke", "quick"):
+        setup = recipes.long_tailed_setup(profile)
+        assert not rivals & (set(setup["methods"]) | set(setup["pal_methods"]))
+        assert setup["ratios"] == (100,)
+        labels = {s.label for n in plan.EXPERIMENTS for s in plan.planned_specs(n, profile)}
+        assert not rivals & labels
+    labels = [s.label for s in plan.planned_specs("06", "paper")]
+    assert labels.count("ETF+DR") == 2 * 3 * 3  # 2 datasets x 3 ratios x 3 seeds
