@@ -43,6 +43,7 @@ __all__ = [
     "Claim",
     "PAPER_READS",
     "QUOTES",
+    "RIVAL_FAMILY",
     "Quote",
     "READING_COLUMNS",
     "claim_runs",
@@ -388,6 +389,17 @@ QUOTES: dict[str, Quote] = {
 
 _ORIENT = "(palviz question, not a paper claim) does the {o} orientation of PAL's simplex help?"
 
+#: The rival's family: Yang et al.'s fixed ETF classifier with the dot-regression loss read
+#: against PAL (CE on anchored prototypes) and against a learnable classifier (CE).
+_RIVAL = (
+    "(palviz question, not a paper claim) does the fixed ETF classifier with the "
+    "dot-regression loss beat CE+PAL, and a learnable classifier (CE)?"
+)
+RIVAL_FAMILY = "fixed ETF + DR against CE+PAL and against a learnable classifier"
+
+#: The methods not in ELM's table, which its "highest in all ratios" is not read against.
+_NOT_ELM_TABLE = ("ETF+DR",)
+
 
 def _source(key: str) -> str:
     q = QUOTES[key]
@@ -415,8 +427,11 @@ def long_tailed_claims(
     - "PAL boosts long-tailed methods" (:data:`QUOTES` ``pal_lt``, read as ``all``):
       ``M+PAL - M`` for every method M the profile trains with and without PAL, at every
       dataset and ratio;
-    - "ELM-DRW highest" (``elm_lt``, ``all``): ``ELM-DRW - M`` for every other method the
-      profile trains without PAL, at every ratio;
+    - "ELM-DRW highest" (``elm_lt``, ``all``): ``ELM-DRW - M`` for every other method of
+      ELM's table the profile trains without PAL, at every ratio (not the rival ETF+DR);
+    - where the profile trains ETF+DR, a palviz question (:data:`RIVAL_FAMILY`, ``all``):
+      ``ETF+DR - CE+PAL`` (where CE is trained with PAL) and ``ETF+DR - CE`` at every
+      setting;
     - per prototype orientation, a palviz question (``single``): ``CE+PAL (o) - CE+PAL``.
 
     ``seeds`` restricts every comparison to those seeds and ``tag`` is appended to the family
@@ -447,7 +462,7 @@ def long_tailed_claims(
     if "ELM-DRW" in methods:
         for dataset, rho in settings:
             where = {"dataset": dataset, "imbalance_ratio": rho}
-            for m in (m for m in methods if m != "ELM-DRW"):
+            for m in (m for m in methods if m not in ("ELM-DRW", *_NOT_ELM_TABLE)):
                 claims.append(
                     Claim(
                         "06",
@@ -457,6 +472,26 @@ def long_tailed_claims(
                         where=where,
                         family="ELM-DRW highest in all ratios" + suffix,
                         reading="all",
+                        **common,
+                    )
+                )
+    if "ETF+DR" in methods:
+        # PAL (CE on the anchored prototypes) and the learnable classifier, where trained
+        baselines = ["CE+PAL"] * ("CE" in pal) + ["CE"] * ("CE" in methods)
+        for dataset, rho in settings:
+            where = {"dataset": dataset, "imbalance_ratio": rho}
+            for base in baselines:
+                claims.append(
+                    Claim(
+                        "06",
+                        _RIVAL,
+                        "palviz (Yang et al., NeurIPS 2022, against PAL)",
+                        base,
+                        "ETF+DR",
+                        where,
+                        paper_reads="",  # palviz's question
+                        family=RIVAL_FAMILY + suffix,
+                        reading="all" if len(baselines) * len(settings) > 1 else "single",
                         **common,
                     )
                 )
