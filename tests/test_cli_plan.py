@@ -11,7 +11,7 @@ import pytest
 from palviz import cli
 from palviz import experiments as ex
 from palviz.cli import sweep as cli_sweep
-from palviz.experiments import budget, plan, recipes
+from palviz.experiments import estimate, plan, recipes
 from palviz.experiments.profiles import PAPER_PREVIOUS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,20 +99,20 @@ def test_paper_plan_of_06_against_its_one_seed_two_ratio_predecessor():
     now = len(setup["methods"]) + len(setup["pal_methods"])
     before = now - len(PAPER_PREVIOUS["added_methods"])  # added since, all without PAL
     assert set(PAPER_PREVIOUS["added_methods"]) <= set(setup["methods"])
-    g = budget.paper_plan_growth(["06"])
+    g = estimate.paper_plan_growth(["06"])
     datasets = ("cifar10", "cifar100")
     assert g["runs"] == 2 * 3 * 3 * now and g["previous_runs"] == 2 * 2 * before
     assert g["steps"] == 3 * now * sum(lt_steps(d, r) for d in datasets for r in (100, 50, 10))
     assert g["previous_steps"] == before * sum(lt_steps(d, r) for d in datasets for r in (100, 10))
     assert g["runs_ratio"] == pytest.approx(g["runs"] / g["previous_runs"])
     assert g["steps_ratio"] == pytest.approx(g["steps"] / g["previous_steps"])
-    text = budget.describe_paper_growth(["06"])
+    text = estimate.describe_paper_growth(["06"])
     assert f"{g['runs']:,} run(s), {g['steps']:,} SGD steps" in text
     assert f"x{g['steps_ratio']:.2f} the steps" in text
 
 
 def test_paper_plan_of_07_trains_three_seeds_where_it_trained_one():
-    g = budget.paper_plan_growth(["07"])
+    g = estimate.paper_plan_growth(["07"])
     groups = plan.experiment("07", "paper")
     specs = [s for group in groups.values() for s in group]
     for group in [g for name, g in groups.items() if name != "sweep"]:
