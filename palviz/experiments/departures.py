@@ -104,6 +104,15 @@ DEPARTURES: tuple[Departure, ...] = (
         "2.4",
     ),
     Departure(
+        "mixup",
+        "ImbalancedLearning `methods.py` `mixup_data` (as facebookresearch/mixup-cifar10) draws "
+        "lam from NumPy's global generator and the pairing by `torch.randperm`",
+        "the same Beta(alpha, alpha) and uniform pairing, drawn from a generator of (seed, "
+        "epoch), so a resumed run mixes as an uninterrupted one (no effect on results beyond "
+        "the draws)",
+        "2.4",
+    ),
+    Departure(
         "NRCE",
         "Active-Passive-Losses `loss.py` normalises RCE with an operator-precedence slip "
         "(`1 / 4 * (C - 1)`)",

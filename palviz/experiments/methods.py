@@ -79,6 +79,8 @@ class TableMethod:
       comparison ``+FNPN`` (noisy only); ``fnpal_scale``: s of ``+FNPAL`` / ``+FNPN``.
     - ``etf``: the method's own head is the fixed simplex ETF on normalised features,
       ``AnchoredHead(normalize=True, scale=1)`` (long-tailed only; then ``pal`` is False).
+    - ``mixup_alpha``: the method trains with mixup, ``TrainConfig(mixup_alpha=...)``
+      (long-tailed; 0: without).
     """
 
     label: str
@@ -91,6 +93,7 @@ class TableMethod:
     fnpn: bool = False
     fnpal_scale: FnpalScale = "noise_aware"
     etf: bool = False
+    mixup_alpha: float = 0.0
 
     def kwargs(self, family: str | None = None) -> dict:
         """The loss's arguments for a dataset ``family`` (``None``: the family-free ones)."""
@@ -111,13 +114,22 @@ def long_tailed(
     drw: bool = False,
     pal: bool = True,
     etf: bool = False,
+    mixup_alpha: float = 0.0,
     **loss_kw: Any,
 ) -> TableMethod:
     """A long-tailed table method: ``long_tailed("CE-DRW", "ce", drw=True)``; ``pal=False``
     if it has no ``+PAL`` variant; ``etf=True`` trains it on the fixed ETF classifier
-    (normalised features, ``AnchoredHead(normalize=True, scale=1)``), without ``+PAL``."""
+    (normalised features, ``AnchoredHead(normalize=True, scale=1)``), without ``+PAL``;
+    ``mixup_alpha > 0`` trains it with mixup."""
     return TableMethod(
-        label, "long_tailed", loss, dict(loss_kw), drw=drw, pal=pal and not etf, etf=etf
+        label,
+        "long_tailed",
+        loss,
+        dict(loss_kw),
+        drw=drw,
+        pal=pal and not etf,
+        etf=etf,
+        mixup_alpha=mixup_alpha,
     )
 
 
@@ -167,6 +179,8 @@ TABLE_METHODS: tuple[TableMethod, ...] = (
     long_tailed("LA-CE", "la_ce", tau=1.0),
     long_tailed("EQLv2", "eqlv2", pal=False, gamma=12.0, mu=0.8, alpha=4.0),
     long_tailed("ETF+DR", "dot_regression", etf=True, batch_balanced=True),
+    # the reference's CIFAR recipe: mixup with alpha = 1 (its *_ETF_DR.yaml configs)
+    long_tailed("ETF+DR+mixup", "dot_regression", etf=True, mixup_alpha=1.0, batch_balanced=True),
     noisy("CE", "ce", fnpal=True, fnpn=True),
     noisy("Focal", "focal", gamma=0.5, detach_modulating=True),
     noisy("GCE", "gce", q=0.7),
@@ -200,6 +214,8 @@ def check_table(table: Iterable[TableMethod]) -> None:
             raise ValueError(f"{where}: task must be one of {TASKS}")
         if (m.task, m.label) in taken:
             raise ValueError(f"{where} is declared twice")
+        if not (m.mixup_alpha == 0 or (m.task == "long_tailed" and m.mixup_alpha > 0)):
+            raise ValueError(f"{where}: mixup_alpha must be >= 0 (long-tailed methods only)")
         cosine = m.loss in LOSSES and LOSSES[m.loss].head == "cosine"
         if m.etf and (m.task != "long_tailed" or m.pal or not cosine):
             raise ValueError(
@@ -337,6 +353,8 @@ def method(task: str, label: Any) -> Method:
 def _kwargs_text(m: Method) -> str:
     base = m.base
     parts = [f"{k}={v!r}" for k, v in base.loss_kw.items()]
+    if base.mixup_alpha:
+        parts.append(f"mixup alpha={base.mixup_alpha:g}")
     if base.kw_by_family:
         fam = "; ".join(
             f"{f}: " + ", ".join(f"{k}={v!r}" for k, v in kw.items())

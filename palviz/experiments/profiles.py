@@ -71,8 +71,9 @@ _LT_ALL = (
     "IB-Focal",
 )
 # The comparisons trained without PAL only: EQL v2 (ELM's table) and the fixed ETF classifier
-# with the dot-regression loss (Yang et al., NeurIPS 2022), PAL's closest rival.
-_LT_RIVALS = ("EQLv2", "ETF+DR")
+# with the dot-regression loss (Yang et al., NeurIPS 2022), PAL's closest rival, with and
+# without mixup (the rival's own CIFAR recipe has mixup).
+_LT_RIVALS = ("EQLv2", "ETF+DR", "ETF+DR+mixup")
 
 #: ``full`` reads ``quick``'s claims a second time on seeds ``quick`` never uses.
 _REPLICATION = {"seeds": (5, 6, 7, 8, 9), "of": "quick"}
@@ -101,9 +102,9 @@ _LT_SMALL_TRAIN = {
 #: paper's 2e-4 and these few steps weight decay would barely act. Headline methods only, five
 #: paired seeds, and CE + PAL with the axis orientation (the block one is in ``full``).
 #: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
-#: palviz has (EQLv2 and the rival ETF+DR without PAL), at rho = 100, 50 and 10, both
-#: orientations, and ``quick``'s runs again on seeds 5-9 (``replication``: the claims read a
-#: second time on fresh seeds). ``smoke``: 2 epochs, one seed, two methods. ``paper``:
+#: palviz has (EQLv2 and the rival ETF+DR, also with mixup, without PAL), at rho = 100, 50
+#: and 10, both orientations, and ``quick``'s runs again on seeds 5-9 (``replication``: the
+#: claims read a second time on fresh seeds). ``smoke``: 2 epochs, one seed, two methods. ``paper``:
 #: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6, at the papers' protocol: rho =
 #: 100, 50 and 10 and three seeds of every method (ELM's tables average three runs, APL's
 #: report a mean and standard deviation).
