@@ -104,6 +104,14 @@ DEPARTURES: tuple[Departure, ...] = (
         "2.4",
     ),
     Departure(
+        "ETF+DR schedule",
+        "ImbalancedLearning `train.py` `adjust_learning_rate` cuts lr 0.1 to x0.1 after epoch "
+        "160 and x0.01 after 180 (5-epoch warm-up)",
+        "the profile's LDAM-DRW schedule, x0.01 and x0.0001 at the same epochs, as every "
+        "long-tailed method: one schedule for the whole table",
+        "2.4",
+    ),
+    Departure(
         "mixup",
         "ImbalancedLearning `methods.py` `mixup_data` (as facebookresearch/mixup-cifar10) draws "
         "lam from NumPy's global generator and the pairing by `torch.randperm`",
