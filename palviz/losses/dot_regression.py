@@ -78,7 +78,8 @@ class DotRegressionLoss(nn.Module):
     ``dot_loss`` with ``criterion='reg_dot_loss'``, ``produce_Ew``; ``train.py`` with the
     default ``GivenEw=True``, ``reg_lam=0``). Differences from that code: palviz's head
     normalises the backbone's features without the reference's ``BatchNorm1d`` before the
-    division, and the division's ``clamp(1e-8)`` is the head's (docs/reference.md 9).
+    division, and divides by ``max(||h||, 1e-12)`` (``F.normalize``) where the reference
+    clamps the norm at ``1e-8`` (docs/reference.md 9).
 
     Args:
         num_classes: C, the number of classes (logit columns).
