@@ -154,3 +154,17 @@ def test_full_and_paper_train_the_rivals_without_pal_and_quick_and_smoke_do_not(
         assert not rivals & labels
     labels = [s.label for s in plan.planned_specs("06", "paper")]
     assert labels.count("ETF+DR") == 2 * 3 * 3  # 2 datasets x 3 ratios x 3 seeds
+
+
+@pytest.mark.parametrize("method", ["ETF+DR", "ETF+DR+mixup", "EQLv2"])
+def test_the_rivals_train_end_to_end_at_smoke_size(method, tmp_path, monkeypatch):
+    from palviz.experiments import runcache
+
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.delenv("PALVIZ_TOY", raising=False)
+    spec = recipes.lt_spec(method, profile="smoke", epochs=5)
+    assert spec.train.mixup_alpha == (1.0 if method.endswith("+mixup") else 0.0)
+    result = runcache.run(spec)
+    history = result.metrics["history"]
+    assert len(history) == 5 and all(math.isfinite(r["train_loss"]) for r in history)
+    assert result.metrics["last_acc"] > 0.15  # above chance (0.1) on MNIST-1D-LT
