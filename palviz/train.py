@@ -65,6 +65,7 @@ from palviz.evaluation import (
 )
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
+from palviz.losses.mixup import mixup_batch, mixup_loss
 from palviz.metrics import min_prototype_angle, nan_to_none
 
 # evaluate and the device and precision helpers are palviz.evaluation's; the callers of the
@@ -144,6 +145,8 @@ class TrainConfig:
     degrees, after the crop and flip, images only; APL's CIFAR-100 recipe is 20, its
     ``RandomRotation(20)``; 0 for none), ``mean`` / ``std`` (per-channel normalisation, or
     ``None``). ``grad_clip``: maximum gradient L2 norm (APL: 5.0), ``None`` for no clipping.
+    ``mixup_alpha``: mixup (:mod:`palviz.losses.mixup`), lam ~ Beta(alpha, alpha) per batch
+    from a generator of ``(seed, epoch)``; 0 (the default) changes nothing and draws nothing.
 
     Precision (one of :data:`PRECISIONS`, on CPU and CUDA alike): ``"fp32"`` (the default, and
     what both reference codes train in), ``"bf16"`` (``torch.autocast`` to bfloat16) or
@@ -185,6 +188,7 @@ class TrainConfig:
     device: str = "auto"
     eval_every: int = 1
     progress: bool = True
+    mixup_alpha: float = 0.0
 
     def __post_init__(self) -> None:
         # Every value is checked and stored as plain Python data (tuples, ints, floats), so
@@ -241,6 +245,7 @@ class TrainConfig:
             raise invalid(f("device"), self.device, rule)
         self.eval_every = check_int(f("eval_every"), self.eval_every, 0)
         self.progress = check_bool(f("progress"), self.progress)
+        self.mixup_alpha = check_non_negative(f("mixup_alpha"), self.mixup_alpha)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as JSON-ready plain data (tuples become lists)."""
@@ -512,16 +517,18 @@ def fit(
         # device (no host sync per batch)
         loss_sum = torch.zeros((), device=device)
         correct = torch.zeros((), dtype=torch.long, device=device)
+        mix_rng = np.random.default_rng([config.seed, epoch, 2]) if config.mixup_alpha > 0 else None
         for xb, yb in train_batches.epoch(epoch):
+            xb, mix = mixup_batch(xb, mix_rng, config.mixup_alpha)  # lam x + (1 - lam) x[perm]
             if channels_last:
                 xb = xb.contiguous(memory_format=torch.channels_last)
             with autocast(device, config.precision):
                 if getattr(loss_fn, "needs_features", False):  # IB: the penultimate features
                     logits, features = model.forward_features(xb)
-                    loss = loss_fn(logits, yb, features=features)
+                    kw = {"features": features}
                 else:
-                    logits = model(xb)
-                    loss = loss_fn(logits, yb)
+                    logits, kw = model(xb), {}
+                loss = mixup_loss(loss_fn, logits, yb, mix, **kw)  # L(z, y) without mixup
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             if config.grad_clip is not None:

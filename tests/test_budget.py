@@ -65,12 +65,15 @@ def test_paper_steps_are_derived_from_epochs_sizes_and_batches():
     # CIFAR-LT sizes as LDAM-DRW's code builds them: 12,406 / 20,431 (CIFAR-10-LT, rho 100 /
     # 10) and 10,847 / 19,573 (CIFAR-100-LT)
     sizes = {"cifar10_lt_rho10": 20_431, "cifar100_lt_rho100": 10_847, "cifar100_lt_rho10": 19_573}
+    sizes.update({"cifar10_lt_rho50": 13_996, "cifar100_lt_rho50": 12_608})  # ELM's rho = 50
     for name, n in sizes.items():
         assert budget.PAPER_BUDGETS[name].train_size == n
     assert budget.PAPER_STEPS == {
         "cifar10_lt_rho100": 200 * 97,  # 19,400
+        "cifar10_lt_rho50": 200 * 110,  # 13,996 images
         "cifar10_lt_rho10": 200 * 160,
         "cifar100_lt_rho100": 200 * 85,
+        "cifar100_lt_rho50": 200 * 99,  # 12,608 images
         "cifar100_lt_rho10": 200 * 153,
         "mnist_noisy": 50 * 469,  # 23,450 (quoted rounded as 23,400)
         "cifar10_noisy": 120 * 391,  # 46,920 (quoted rounded as 46,900)
@@ -87,7 +90,8 @@ def test_paper_steps_for_a_claims_setting():
     assert budget.paper_steps_for(lt) == 32_000  # MNIST-1D-LT stands in for CIFAR-10-LT
     assert budget.paper_steps_for({**lt, "imbalance_ratio": 100.0}) == 19_400
     assert budget.paper_steps_for({"dataset": "cifar100", "imbalance_ratio": 100}) == 17_000
-    assert budget.paper_steps_for({"dataset": "cifar10", "imbalance_ratio": 50}) is None
+    assert budget.paper_steps_for({"dataset": "cifar10", "imbalance_ratio": 50}) == 22_000
+    assert budget.paper_steps_for({"dataset": "cifar10", "imbalance_ratio": 20}) is None
     assert budget.paper_steps_for({**noisy, "noise_kind": "symmetric"}) == 23_450  # as MNIST
     assert budget.paper_steps_for({"dataset": "cifar100", "noise_kind": "asymmetric"}) == 78_200
     with pytest.raises(ValueError, match="where must be a setting with 'imbalance_ratio' or"):

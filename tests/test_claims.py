@@ -314,8 +314,10 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
     assert {c.reading for c in lt if c.source != "palviz"} == {"all"}
     paper = pc.long_tailed_claims(recipes.long_tailed_setup("paper"))
     assert {(c.where["dataset"], c.where["imbalance_ratio"]) for c in paper} == {
-        (d, r) for d in ("cifar10", "cifar100") for r in (100, 10)
+        (d, r) for d in ("cifar10", "cifar100") for r in (100, 50, 10)
     }
+    elm = [c for c in paper if c.family == "ELM-DRW highest in all ratios"]
+    assert "ETF+DR" not in {c.baseline for c in elm} and "EQLv2" in {c.baseline for c in elm}
     noisy = pc.noisy_claims(recipes.noisy_setup("quick"))
     ce = [c for c in noisy if c.family == "CE+FNPAL beats CE in all noisy cases"]
     settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in ce}
@@ -645,3 +647,42 @@ def test_paper_reads_comes_from_the_quote_and_is_checked():
         pc.Claim("06", "x", "s", "CE", "PAL", paper_reads="final")
     with pytest.raises(ValueError, match="paper_reads must be one of"):
         pc.Quote("PAL", "Sec. 1", "a sentence", paper_reads="")
+
+
+# ------------------------------------------------------------ the rival: fixed ETF + DR
+
+
+def test_the_rival_family_reads_etf_dr_against_ce_pal_and_ce_where_trained():
+    from palviz.experiments import recipes
+
+    for profile in ("smoke", "quick"):  # not trained there: no family, the claims unchanged
+        lt = pc.long_tailed_claims(recipes.long_tailed_setup(profile))
+        assert pc.RIVAL_FAMILY not in {c.family for c in lt}
+    paper = recipes.long_tailed_setup("paper")
+    rival = [c for c in pc.long_tailed_claims(paper) if c.family == pc.RIVAL_FAMILY]
+    settings = [(d, r) for d in paper["datasets"] for r in paper["ratios"]]
+    assert [(c.baseline, c.method) for c in rival] == [("CE+PAL", "ETF+DR"), ("CE", "ETF+DR")] * (
+        len(settings)
+    )
+    assert {c.paper_reads for c in rival} == {""} and {c.reading for c in rival} == {"all"}
+    assert rival[0].claim.startswith("(palviz question, not a paper claim)")
+
+
+def test_the_rival_family_is_read_at_smoke_size():
+    """The smoke setup with ETF+DR added, read against made-up accuracies: ETF+DR 3 points
+    above CE+PAL and CE at every seed gives a consistent family of two members."""
+    from palviz.experiments import recipes
+
+    setup = {**recipes.long_tailed_setup("smoke"), "methods": ("CE", "ETF+DR")}
+    setup["pal_methods"] = ("CE",)
+    claims = [c for c in pc.long_tailed_claims(setup) if c.family == pc.RIVAL_FAMILY]
+    offsets = [0.030, 0.035, 0.025, 0.030, 0.032]
+    rows = []
+    for s, base, off in zip(SEEDS, CE, offsets, strict=True):
+        rows += [_row("CE", s, base), _row("CE+PAL", s, base), _row("ETF+DR", s, base + off)]
+    frame = pd.DataFrame(rows).assign(dataset="mnist1d")
+    df = ct.evaluate_claims(frame, claims, profile="smoke", paper_steps=None)
+    assert df["level"].tolist() == ["family", "member", "member"]
+    assert df.iloc[0]["verdict"] == stats.CONSISTENT
+    # in percentage points
+    assert _members(df)["mean_diff"].tolist() == pytest.approx([100 * np.mean(offsets)] * 2)

@@ -440,8 +440,8 @@ def test_full_and_paper_profiles_train_them_and_quick_does_not():
     assert not {"LA-CE", "IB-Focal"} & (set(quick["methods"]) | set(quick["pal_methods"]))
     labels = [s.label for s in plan.planned_specs("06", "full")]
     for label in ("LA-CE", "IB-Focal"):
-        # with and without PAL, at 5 seeds and 2 imbalance ratios
-        assert labels.count(label) == 10 and labels.count(label + "+PAL") == 10
+        # with and without PAL, at 5 seeds and 3 imbalance ratios
+        assert labels.count(label) == 15 and labels.count(label + "+PAL") == 15
     assert not {s.label for s in plan.planned_specs("06", "quick")} & {"LA-CE", "IB-Focal"}
 
 

@@ -433,7 +433,7 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
     (tmp_path / "docs").mkdir()
     start, end = departures.DEPARTURES_MARKERS
     text = f"## 1. One\n\n## 2. Losses\n\n## 5. Five\n\n## 6. Six\n\n{start}\nold\n{end}\n"
-    for section in ("2.1", "2.2", "3", "4", "6.1", "6.2"):
+    for section in ("2.1", "2.2", "2.3", "2.4", "3", "4", "6.1", "6.2"):
         text += f"\n### {section} Part\n"
     (tmp_path / "docs" / "reference.md").write_text(text)
     page = tmp_path / "docs" / "departures.md"

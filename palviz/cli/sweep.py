@@ -87,6 +87,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             )
     missing = sum(not r["cached"] for r in rows)
     print(f"{len(rows)} run(s) ({args.profile}): {len(rows) - missing} cached, {missing} missing")
+    if args.profile == "paper" and not args.datasets:  # its size against its previous plan
+        from palviz.experiments.estimate import describe_paper_growth
+
+        print(describe_paper_growth(plan_numbers(args.only)))
     if bench is not None:
         try:
             est = estimate.estimate([r["spec"] for r in shown], bench, gpus, args.estimate)

@@ -43,6 +43,7 @@ __all__ = [
     "Claim",
     "PAPER_READS",
     "QUOTES",
+    "RIVAL_FAMILY",
     "Quote",
     "READING_COLUMNS",
     "claim_runs",
@@ -388,6 +389,11 @@ QUOTES: dict[str, Quote] = {
 
 _ORIENT = "(palviz question, not a paper claim) does the {o} orientation of PAL's simplex help?"
 
+RIVAL_FAMILY = "fixed ETF + DR against CE+PAL and against a learnable classifier"
+_RIVAL = f"(palviz question, not a paper claim) {RIVAL_FAMILY}: does ETF+DR beat both?"
+_RIVAL_SOURCE = "palviz (Yang et al., NeurIPS 2022, against PAL)"
+_NOT_ELM_TABLE = ("ETF+DR", "ETF+DR+mixup")  # not in ELM's table, not read against ELM-DRW
+
 
 def _source(key: str) -> str:
     q = QUOTES[key]
@@ -415,8 +421,10 @@ def long_tailed_claims(
     - "PAL boosts long-tailed methods" (:data:`QUOTES` ``pal_lt``, read as ``all``):
       ``M+PAL - M`` for every method M the profile trains with and without PAL, at every
       dataset and ratio;
-    - "ELM-DRW highest" (``elm_lt``, ``all``): ``ELM-DRW - M`` for every other method the
-      profile trains without PAL, at every ratio;
+    - "ELM-DRW highest" (``elm_lt``, ``all``): ``ELM-DRW - M`` for every other method of
+      ELM's table the profile trains without PAL, at every ratio (so not ETF+DR);
+    - with ETF+DR, a palviz question (:data:`RIVAL_FAMILY`, ``all``): ``ETF+DR - CE+PAL``
+      and ``ETF+DR - CE`` (where trained) at every setting;
     - per prototype orientation, a palviz question (``single``): ``CE+PAL (o) - CE+PAL``.
 
     ``seeds`` restricts every comparison to those seeds and ``tag`` is appended to the family
@@ -447,7 +455,7 @@ def long_tailed_claims(
     if "ELM-DRW" in methods:
         for dataset, rho in settings:
             where = {"dataset": dataset, "imbalance_ratio": rho}
-            for m in (m for m in methods if m != "ELM-DRW"):
+            for m in (m for m in methods if m not in ("ELM-DRW", *_NOT_ELM_TABLE)):
                 claims.append(
                     Claim(
                         "06",
@@ -460,6 +468,13 @@ def long_tailed_claims(
                         **common,
                     )
                 )
+    if "ETF+DR" in methods:  # the rival against PAL (CE+PAL) and a learnable classifier (CE)
+        bases = ["CE+PAL"] * ("CE" in pal) + ["CE"] * ("CE" in methods)
+        reading = "all" if len(bases) * len(settings) > 1 else "single"
+        for (dataset, rho), base in ((s, b) for s in settings for b in bases):
+            where = {"dataset": dataset, "imbalance_ratio": rho}
+            kw = {"paper_reads": "", "family": RIVAL_FAMILY + suffix, "reading": reading}
+            claims.append(Claim("06", _RIVAL, _RIVAL_SOURCE, base, "ETF+DR", where, **kw, **common))
     if "CE" in pal:
         for o in setup["orientations"]:
             for dataset, rho in settings:

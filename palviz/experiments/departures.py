@@ -78,6 +78,49 @@ DEPARTURES: tuple[Departure, ...] = (
         "2.2",
     ),
     Departure(
+        "EQLv2",
+        "tztztztztz/eqlv2 `eqlv2.py` is a detection loss over C + 1 sigmoid columns, the last "
+        "the background (weight 1, not accumulated), and adds its sums in `forward`",
+        "palviz's classification form: no background column, all C classes re-weighted and "
+        "accumulated; the sums grow when the loss is back-propagated (the same in training)",
+        "2.3",
+    ),
+    Departure(
+        "ETF+DR head",
+        "NeuralCollapseApplications/ImbalancedLearning `ETF_Classifier` batch-normalises the "
+        "feature (`BatchNorm1d`) before dividing it by its norm, and widens ResNet-32's last "
+        "stage to 128 channels for CIFAR-100",
+        "`AnchoredHead(normalize=True, scale=1)` divides the backbone's ReLU features by their "
+        "norm directly; on CIFAR-100 (d = 64 < K - 1) no ETF exists and the head uses the "
+        "optimised spread prototypes",
+        "2.4",
+    ),
+    Departure(
+        "ETF+DR loss",
+        "its `dot_loss` divides by the detached feature norm and regresses E_{W,y} w_y^T h onto "
+        "E_{W,y} with per-batch lengths (`produce_Ew`, default `GivenEw=True`)",
+        "the same value from the cosine logits, 1/2 E_{W,y}^2 (cos_y - 1)^2 (the feature norm "
+        "is 1 after the head), the per-batch lengths included (no effect on results)",
+        "2.4",
+    ),
+    Departure(
+        "ETF+DR schedule",
+        "ImbalancedLearning `train.py` `adjust_learning_rate` cuts lr 0.1 to x0.1 after epoch "
+        "160 and x0.01 after 180 (5-epoch warm-up)",
+        "the profile's LDAM-DRW schedule, x0.01 and x0.0001 at the same epochs, as every "
+        "long-tailed method: one schedule for the whole table",
+        "2.4",
+    ),
+    Departure(
+        "mixup",
+        "ImbalancedLearning `methods.py` `mixup_data` (as facebookresearch/mixup-cifar10) draws "
+        "lam from NumPy's global generator and the pairing by `torch.randperm`",
+        "the same Beta(alpha, alpha) and uniform pairing, drawn from a generator of (seed, "
+        "epoch), so a resumed run mixes as an uninterrupted one (no effect on results beyond "
+        "the draws)",
+        "2.4",
+    ),
+    Departure(
         "NRCE",
         "Active-Passive-Losses `loss.py` normalises RCE with an operator-precedence slip "
         "(`1 / 4 * (C - 1)`)",

@@ -56,8 +56,11 @@ __all__ = [
     "benchmark_cases",
     "best_configurations",
     "check_benchmark",
+    "describe_paper_growth",
     "estimate",
     "format_estimate",
+    "paper_plan_growth",
+    "plan_size",
     "planned_train_size",
     "read_benchmark",
 ]
@@ -323,3 +326,77 @@ def format_estimate(est: Mapping, bench: Mapping, source: str) -> str:
         )
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
+
+
+# -------------------------------------------------------------- the paper plan against its last
+
+
+def plan_size(specs: Iterable[Any]) -> tuple[int, int]:
+    """``(runs, SGD steps)`` of the distinct runs among ``specs``: a run's steps are
+    ``epochs * ceil(train_size / batch_size)``, the training size known without the data for
+    MNIST and CIFAR (:func:`planned_train_size`)."""
+    distinct = {s.key(): s for s in specs}.values()
+    steps = sum(
+        s.train.epochs * math.ceil(planned_train_size(s) / s.train.batch_size) for s in distinct
+    )
+    return len(distinct), steps
+
+
+def _previous_paper_specs(numbers: Sequence[str]) -> list[Any]:
+    """The specs the ``paper`` profile's previous plan
+    (:data:`palviz.experiments.profiles.PAPER_PREVIOUS`) asks of these notebooks: 06 at its
+    seeds and ratios, without the methods added since; 07 at its seeds; the others as now
+    (they train one seed at rho = 100 in both)."""
+    from palviz.experiments import plan, recipes
+    from palviz.experiments.profiles import PAPER_PREVIOUS as prev
+
+    specs: list[Any] = []
+    for number in numbers:
+        if number[:2] == "06":
+            setup = recipes.long_tailed_setup("paper")
+            if setup["orientations"] or setup.get("replication"):
+                raise ValueError("the paper profile's previous plan had no orientations")
+            kept = [m for m in setup["methods"] if m not in prev["added_methods"]]
+            pal = [m for m in setup["pal_methods"] if m not in prev["added_methods"]]
+            where = dict(profile="paper", seeds=prev["seeds"], ratios=prev["ratios"])
+            specs += recipes.lt_grid(kept, pal=(False,), **where)
+            specs += recipes.lt_grid(pal, pal=(True,), **where) if pal else []
+        elif number[:2] == "07":
+            specs += plan.experiment_specs("07", "paper", seeds=prev["seeds"])
+        else:
+            specs += plan.planned_specs(number, "paper")
+    return specs
+
+
+def paper_plan_growth(numbers: Iterable[str]) -> dict:
+    """The ``paper`` plan of these notebooks against its previous plan (the recipe
+    :data:`palviz.experiments.profiles.PAPER_PREVIOUS`: one seed, rho = 100 and 10, the
+    methods of then), both computed here: ``runs``, ``steps`` (:func:`plan_size`),
+    ``previous_runs``, ``previous_steps``, ``runs_ratio`` and ``steps_ratio`` (now /
+    previous; NaN where the previous plan was empty)."""
+    from palviz.experiments import plan
+
+    numbers = [str(n)[:2] for n in numbers if str(n)[:2] in plan.EXPERIMENTS]
+    runs, steps = plan_size(s for n in numbers for s in plan.planned_specs(n, "paper"))
+    before_runs, before_steps = plan_size(_previous_paper_specs(numbers))
+    return {
+        "runs": runs,
+        "steps": steps,
+        "previous_runs": before_runs,
+        "previous_steps": before_steps,
+        "runs_ratio": runs / before_runs if before_runs else math.nan,
+        "steps_ratio": steps / before_steps if before_steps else math.nan,
+    }
+
+
+def describe_paper_growth(numbers: Iterable[str]) -> str:
+    """:func:`paper_plan_growth` in one sentence, as ``palviz plan --profile paper`` prints it."""
+    from palviz.experiments.profiles import PAPER_PREVIOUS as prev
+
+    g = paper_plan_growth(numbers)
+    return (
+        f"paper plan: {g['runs']:,} run(s), {g['steps']:,} SGD steps; the previous plan "
+        f"(seeds {prev['seeds']}, rho {prev['ratios']}, without {', '.join(prev['added_methods'])}"
+        f"): {g['previous_runs']:,} run(s), {g['previous_steps']:,} steps; "
+        f"x{g['runs_ratio']:.2f} the runs, x{g['steps_ratio']:.2f} the steps"
+    )

@@ -7,7 +7,9 @@ label, which loss, arguments and head it trains:
 - long-tailed (notebooks 00, 02, 03, 06, 08): every method ``M`` and, where it allows PAL,
   ``M+PAL``: the loss's head family with fixed simplex prototypes
   (``AnchoredHead(normalize=False)`` for plain logits, ``normalize=True, scale=1`` for cosine
-  logits, whose loss scales them by its own s);
+  logits, whose loss scales them by its own s); a method declared with ``etf=True`` (the
+  fixed-ETF classifier of Yang et al., NeurIPS 2022, PAL's closest rival) trains on
+  ``AnchoredHead(normalize=True, scale=1)`` itself and has no ``+PAL`` variant;
 - noisy labels (notebook 07): every method ``M``, ``M+FNPAL`` (``AnchoredHead(normalize=True,
   scale=s)``) and ``M+FNPN`` (``CosineHead(scale=s)``, learnable normalised prototypes) where
   the row asks for them.
@@ -75,6 +77,10 @@ class TableMethod:
     - ``pal``: whether the method is also trained with PAL's anchored prototypes
       (long-tailed: ``+PAL``; noisy: ``+FNPAL``); ``fnpn``: the learnable-normalised
       comparison ``+FNPN`` (noisy only); ``fnpal_scale``: s of ``+FNPAL`` / ``+FNPN``.
+    - ``etf``: the method's own head is the fixed simplex ETF on normalised features,
+      ``AnchoredHead(normalize=True, scale=1)`` (long-tailed only; then ``pal`` is False).
+    - ``mixup_alpha``: the method trains with mixup, ``TrainConfig(mixup_alpha=...)``
+      (long-tailed; 0: without).
     """
 
     label: str
@@ -86,6 +92,8 @@ class TableMethod:
     pal: bool = True
     fnpn: bool = False
     fnpal_scale: FnpalScale = "noise_aware"
+    etf: bool = False
+    mixup_alpha: float = 0.0
 
     def kwargs(self, family: str | None = None) -> dict:
         """The loss's arguments for a dataset ``family`` (``None``: the family-free ones)."""
@@ -100,11 +108,29 @@ class TableMethod:
 
 
 def long_tailed(
-    label: str, loss: str, *, drw: bool = False, pal: bool = True, **loss_kw: Any
+    label: str,
+    loss: str,
+    *,
+    drw: bool = False,
+    pal: bool = True,
+    etf: bool = False,
+    mixup_alpha: float = 0.0,
+    **loss_kw: Any,
 ) -> TableMethod:
     """A long-tailed table method: ``long_tailed("CE-DRW", "ce", drw=True)``; ``pal=False``
-    if it has no ``+PAL`` variant."""
-    return TableMethod(label, "long_tailed", loss, dict(loss_kw), drw=drw, pal=pal)
+    if it has no ``+PAL`` variant; ``etf=True`` trains it on the fixed ETF classifier
+    (normalised features, ``AnchoredHead(normalize=True, scale=1)``), without ``+PAL``;
+    ``mixup_alpha > 0`` trains it with mixup."""
+    return TableMethod(
+        label,
+        "long_tailed",
+        loss,
+        dict(loss_kw),
+        drw=drw,
+        pal=pal and not etf,
+        etf=etf,
+        mixup_alpha=mixup_alpha,
+    )
 
 
 def noisy(
@@ -151,6 +177,10 @@ TABLE_METHODS: tuple[TableMethod, ...] = (
     long_tailed("LMSCE", "lmsce"),
     long_tailed("IB-Focal", "ib_focal", alpha=1000.0, gamma=1.0, start_fraction=0.8),
     long_tailed("LA-CE", "la_ce", tau=1.0),
+    long_tailed("EQLv2", "eqlv2", pal=False, gamma=12.0, mu=0.8, alpha=4.0),
+    long_tailed("ETF+DR", "dot_regression", etf=True, batch_balanced=True),
+    # the reference's CIFAR recipe: mixup with alpha = 1 (its *_ETF_DR.yaml configs)
+    long_tailed("ETF+DR+mixup", "dot_regression", etf=True, mixup_alpha=1.0, batch_balanced=True),
     noisy("CE", "ce", fnpal=True, fnpn=True),
     noisy("Focal", "focal", gamma=0.5, detach_modulating=True),
     noisy("GCE", "gce", q=0.7),
@@ -184,6 +214,14 @@ def check_table(table: Iterable[TableMethod]) -> None:
             raise ValueError(f"{where}: task must be one of {TASKS}")
         if (m.task, m.label) in taken:
             raise ValueError(f"{where} is declared twice")
+        if not (m.mixup_alpha == 0 or (m.task == "long_tailed" and m.mixup_alpha > 0)):
+            raise ValueError(f"{where}: mixup_alpha must be >= 0 (long-tailed methods only)")
+        cosine = m.loss in LOSSES and LOSSES[m.loss].head == "cosine"
+        if m.etf and (m.task != "long_tailed" or m.pal or not cosine):
+            raise ValueError(
+                f"{where}: etf=True needs a long-tailed method without +PAL whose loss takes "
+                f"cosine logits"
+            )
         taken.add((m.task, m.label))
         if m.loss not in LOSSES:
             raise ValueError(f"{where}: loss must be one of {tuple(LOSSES)}, got {m.loss!r}")
@@ -246,6 +284,8 @@ class Method:
             return "cosine", {"scale": float(scale)}
         if self.task == "noisy":
             return "linear", {}
+        if self.base.etf:  # the fixed ETF classifier on normalised features
+            return "anchored", {"normalize": True, "scale": 1.0}
         return self.head_family, {}
 
     def describe_head(self) -> str:
@@ -257,6 +297,8 @@ class Method:
             return "`AnchoredHead(normalize=True, scale=s)`"
         if self.variant == "+FNPN":
             return "`CosineHead(scale=s)`"
+        if self.base.etf:
+            return "`AnchoredHead(normalize=True, scale=1)` (fixed ETF)"
         if self.task == "long_tailed" and self.head_family == "cosine":
             return "`CosineHead(scale=1)`"
         return "linear"
@@ -311,6 +353,8 @@ def method(task: str, label: Any) -> Method:
 def _kwargs_text(m: Method) -> str:
     base = m.base
     parts = [f"{k}={v!r}" for k, v in base.loss_kw.items()]
+    if base.mixup_alpha:
+        parts.append(f"mixup alpha={base.mixup_alpha:g}")
     if base.kw_by_family:
         fam = "; ".join(
             f"{f}: " + ", ".join(f"{k}={v!r}" for k, v in kw.items())

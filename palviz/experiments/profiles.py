@@ -24,6 +24,7 @@ __all__ = [
     "NETWORKS",
     "NOISY_PROFILES",
     "PAPER_PRECISION",
+    "PAPER_PREVIOUS",
     "PUBLISHED_LT_ACCURACY",
 ]
 
@@ -69,6 +70,10 @@ _LT_ALL = (
     "LA-CE",
     "IB-Focal",
 )
+# The comparisons trained without PAL only: EQL v2 (ELM's table) and the fixed ETF classifier
+# with the dot-regression loss (Yang et al., NeurIPS 2022), PAL's closest rival, with and
+# without mixup (the rival's own CIFAR recipe has mixup).
+_LT_RIVALS = ("EQLv2", "ETF+DR", "ETF+DR+mixup")
 
 #: ``full`` reads ``quick``'s claims a second time on seeds ``quick`` never uses.
 _REPLICATION = {"seeds": (5, 6, 7, 8, 9), "of": "quick"}
@@ -97,9 +102,12 @@ _LT_SMALL_TRAIN = {
 #: paper's 2e-4 and these few steps weight decay would barely act. Headline methods only, five
 #: paired seeds, and CE + PAL with the axis orientation (the block one is in ``full``).
 #: ``full``: the same data and per-run size, the methods of both papers' CIFAR-LT tables that
-#: palviz has, at rho = 100 and 10, both orientations, and ``quick``'s runs again on seeds 5-9
-#: (``replication``: the claims read a second time on fresh seeds). ``smoke``: 2 epochs, one
-#: seed, two methods. ``paper``: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6.
+#: palviz has (EQLv2 and the rival ETF+DR, also with mixup, without PAL), at rho = 100, 50
+#: and 10, both orientations, and ``quick``'s runs again on seeds 5-9 (``replication``: the
+#: claims read a second time on fresh seeds). ``smoke``: 2 epochs, one seed, two methods. ``paper``:
+#: CIFAR-10/100-LT, ResNet-32, 200 epochs, docs/reference.md 6, at the papers' protocol: rho =
+#: 100, 50 and 10 and three seeds of every method (ELM's tables average three runs, APL's
+#: report a mean and standard deviation).
 LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": ("mnist1d",),
@@ -125,9 +133,9 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     },
     "full": {
         "datasets": ("mnist1d",),
-        "ratios": (100, 10),
+        "ratios": (100, 50, 10),
         "seeds": (0, 1, 2, 3, 4),
-        "methods": _LT_ALL,
+        "methods": _LT_ALL + _LT_RIVALS,
         "pal_methods": _LT_ALL,
         "orientations": ("axis", "block"),
         "weight_decays": (2e-4, 2.4e-3, 2e-2),
@@ -137,9 +145,9 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
     },
     "paper": {
         "datasets": ("cifar10", "cifar100"),
-        "ratios": (100, 10),
-        "seeds": (0,),
-        "methods": _LT_ALL,
+        "ratios": (100, 50, 10),
+        "seeds": (0, 1, 2),
+        "methods": _LT_ALL + _LT_RIVALS,
         "pal_methods": _LT_ALL,
         "orientations": (),
         "weight_decays": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
@@ -235,7 +243,8 @@ _FIVE = (0, 1, 2, 3, 4)
 #: sweep of s at four noise rates; and ``quick``'s runs again on seeds 5-9. ``smoke``: 600
 #: training signals, 2 epochs, one noise rate of each kind, one seed. ``paper``: MNIST
 #: (4-layer CNN, 50 epochs), CIFAR-10 (8-layer CNN, 120 epochs) and CIFAR-100 (ResNet-34,
-#: 200 epochs) with the APL hyperparameters of docs/reference.md 3.
+#: 200 epochs) with the APL hyperparameters of docs/reference.md 3, three seeds of every table
+#: method (APL reports a mean and standard deviation); the sweep of s keeps one seed.
 NOISY_PROFILES: dict[str, dict[str, Any]] = {
     "smoke": {
         "datasets": ("mnist1d",),
@@ -330,8 +339,8 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "asymmetric": _ASYMMETRIC,
         "methods": _NOISY_ALL,
         "asymmetric_methods": _NOISY_ALL,
-        "seeds": (0,),
-        "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": (0,)},
+        "seeds": (0, 1, 2),
+        "headline": {"kind": "symmetric", "eta": 0.4, "methods": _HEADLINE, "seeds": (0, 1, 2)},
         "fnpn_scales": (),
         "sweep_dataset": "cifar10",  # PAL Fig. 4-5
         "sweep_etas": _SYMMETRIC,
@@ -352,4 +361,13 @@ PUBLISHED_LT_ACCURACY: dict[tuple[str, int, str], float] = {
     ("cifar100", 100, "LDAM-DRW"): 0.4204,
     ("cifar100", 10, "LDAM-DRW"): 0.5871,
     ("cifar10", 10, "CE"): 0.8639,
+}
+
+#: The ``paper`` profile's previous plan, as a recipe (``palviz plan --profile paper`` prints
+#: the current plan's size against it): one seed (the tables' and the headline's), the
+#: imbalance ratios 100 and 10, and the long-tailed methods without the ones added since.
+PAPER_PREVIOUS: dict[str, Any] = {
+    "seeds": (0,),
+    "ratios": (100, 10),
+    "added_methods": _LT_RIVALS,
 }

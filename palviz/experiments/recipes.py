@@ -66,6 +66,7 @@ def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict
         "head": head,
         "head_kw": head_kw,
         "drw": m.drw,
+        "mixup_alpha": m.base.mixup_alpha,
         "label": m.label + (f" ({orientation})" * (orientation != "random")),
     }
 
@@ -221,6 +222,8 @@ def lt_spec(
     schedule = expand_schedule({**network["train"], **reshape})
     if not recipe["drw"]:
         schedule["drw_epoch"] = None
+    if recipe["mixup_alpha"]:  # a method trained with mixup (ETF+DR+mixup)
+        schedule["mixup_alpha"] = recipe["mixup_alpha"]
     schedule.update(others)
     config = TrainConfig(seed=seed, mean=info.mean, std=info.std, progress=False, **schedule)
     return RunSpec(
