@@ -407,6 +407,15 @@ def _quoted(key: str) -> dict[str, str]:
     return {"claim": q.text, "source": _source(key), "paper_reads": q.paper_reads}
 
 
+def _paper_claim(
+    notebook: str, key: str, family: str, baseline: str, method: str, where: dict, seeds: Any
+) -> Claim:
+    """The claim ``QUOTES[key]`` read as ``method - baseline`` at ``where``, one of the
+    comparisons of ``family`` that must all hold (``reading="all"``)."""
+    return Claim(notebook, **_quoted(key), baseline=baseline, method=method, where=where,
+                 family=family, reading="all", seeds=seeds)  # fmt: skip
+
+
 def _replication(setup: Mapping[str, Any]) -> tuple[tuple[int, ...], str] | None:
     rep = setup.get("replication")
     return None if not rep else (tuple(rep["seeds"]), rep["of"])
@@ -440,34 +449,14 @@ def long_tailed_claims(
     for dataset, rho in settings:
         where = {"dataset": dataset, "imbalance_ratio": rho}
         for m in pal:
-            claims.append(
-                Claim(
-                    "06",
-                    **_quoted("pal_lt"),
-                    baseline=m,
-                    method=m + "+PAL",
-                    where=where,
-                    family="PAL boosts long-tailed methods" + suffix,
-                    reading="all",
-                    **common,
-                )
-            )
+            family = "PAL boosts long-tailed methods" + suffix
+            claims.append(_paper_claim("06", "pal_lt", family, m, m + "+PAL", where, seeds))
     if "ELM-DRW" in methods:
         for dataset, rho in settings:
             where = {"dataset": dataset, "imbalance_ratio": rho}
             for m in (m for m in methods if m not in ("ELM-DRW", *_NOT_ELM_TABLE)):
-                claims.append(
-                    Claim(
-                        "06",
-                        **_quoted("elm_lt"),
-                        baseline=m,
-                        method="ELM-DRW",
-                        where=where,
-                        family="ELM-DRW highest in all ratios" + suffix,
-                        reading="all",
-                        **common,
-                    )
-                )
+                family = "ELM-DRW highest in all ratios" + suffix
+                claims.append(_paper_claim("06", "elm_lt", family, m, "ELM-DRW", where, seeds))
     if "ETF+DR" in methods:  # the rival against PAL (CE+PAL) and a learnable classifier (CE)
         bases = ["CE+PAL"] * ("CE" in pal) + ["CE"] * ("CE" in methods)
         reading = "all" if len(bases) * len(settings) > 1 else "single"
@@ -537,50 +526,24 @@ def noisy_claims(
         if pair <= table | head_methods:
             for kind, eta in settings:
                 where = {"dataset": dataset, "noise_kind": kind, "noise_rate": eta}
+                family = "CE+FNPAL beats CE in all noisy cases" + suffix
                 claims.append(
-                    Claim(
-                        "07",
-                        **_quoted("ce_fnpal"),
-                        baseline="CE",
-                        method="CE+FNPAL",
-                        where=where,
-                        family="CE+FNPAL beats CE in all noisy cases" + suffix,
-                        reading="all",
-                        seeds=seeds,
-                    )
+                    _paper_claim("07", "ce_fnpal", family, "CE", "CE+FNPAL", where, seeds)
                 )
         where = {"dataset": dataset, "noise_kind": head["kind"], "noise_rate": head["eta"]}
         for apl in ("NCE+RCE", "NFL+RCE"):
             if seeds is not None and not {apl, apl + "+FNPAL"} <= head_methods:
                 continue  # a replication reads only what the replicated profile trains
+            family = "FNPAL gains on APLs" + suffix
             claims.append(
-                Claim(
-                    "07",
-                    **_quoted("apl_fnpal"),
-                    baseline=apl,
-                    method=apl + "+FNPAL",
-                    where=where,
-                    family="FNPAL gains on APLs" + suffix,
-                    reading="all",
-                    seeds=seeds,
-                )
+                _paper_claim("07", "apl_fnpal", family, apl, apl + "+FNPAL", where, seeds)
             )
         if {"CE+FNPN", "CE+FNPAL"} <= head_methods:
             labels = [("CE+FNPN", "CE+FNPAL")]
             labels += [(f"CE+FNPN s={x:g}", f"CE+FNPAL s={x:g}") for x in setup["fnpn_scales"]]
             for base, method in labels:
-                claims.append(
-                    Claim(
-                        "07",
-                        **_quoted("fnpn"),
-                        baseline=base,
-                        method=method,
-                        where=where,
-                        family="FNPAL beats FNPN under the same s" + suffix,
-                        reading="all",
-                        seeds=seeds,
-                    )
-                )
+                family = "FNPAL beats FNPN under the same s" + suffix
+                claims.append(_paper_claim("07", "fnpn", family, base, method, where, seeds))
     rep = _replication(setup) if seeds is None else None
     if rep:
         from palviz.experiments.recipes import noisy_setup
