@@ -14,6 +14,7 @@ from torch import nn
 from palviz import calibration, collapse
 from palviz.checks import check_choice, invalid
 from palviz.data import BatchIterator
+from palviz.threads import single_thread
 
 __all__ = [
     "PRECISIONS",
@@ -188,6 +189,11 @@ def collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: flo
 
     The global mean is the mean of the class means (``center="class_means"``). ``{}`` when a
     class has no sample in the split (its mean is undefined)."""
+    with single_thread():  # small products: more threads only add waiting on a busy machine
+        return _collapse_readings(outputs, head, logit_scale)
+
+
+def _collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: float) -> dict:
     h = outputs["features"].double().numpy()
     z = outputs["logits"].double().numpy()
     y = outputs["targets"].numpy()
