@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The training-set sizes of CIFAR-10/100-LT (LDAM-DRW: 5,000 / 500 images per class in the
 # head, exponential profile), known from the papers' tables, by (dataset, imbalance ratio).
-LT_SIZES = {("cifar10", 100): 12406, ("cifar10", 10): 20431}
-LT_SIZES |= {("cifar100", 100): 10847, ("cifar100", 10): 19573}
+LT_SIZES = {("cifar10", 100): 12406, ("cifar10", 50): 13996, ("cifar10", 10): 20431}
+LT_SIZES |= {("cifar100", 100): 10847, ("cifar100", 50): 12608, ("cifar100", 10): 19573}
 
 
 @pytest.fixture
