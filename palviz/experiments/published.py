@@ -146,7 +146,7 @@ SOURCES: dict[str, Source] = {
             "accuracy",
             "last epoch",
             "mean +- std over 3 runs",
-            "as APL (docs/reference.md 6.2), per its Sec. 4.1",
+            "as APL (docs/reference.md 6.2), per its Sec. 4.1; FL's gamma not stated in the table",
         ),
     )
 }
