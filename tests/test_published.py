@@ -58,6 +58,8 @@ def test_an_error_is_shown_as_accuracy_and_a_cell_names_its_source():
     assert cell.startswith("38.32 (LDAM-DRW paper); 38.32 (Cui et al.)")
     assert "39.1 (OpenLT README reported); 40.3 (OpenLT README reproduced)" in cell
     assert pub.published_text([]) == "-"
+    with pytest.raises(ValueError, match="exactly one of imbalance_ratio and noise_kind"):
+        pub.published_for("cifar10", "CE")
 
 
 def test_the_published_markdown_groups_every_number_by_source():

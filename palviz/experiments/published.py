@@ -295,7 +295,13 @@ def published_for(
     noise_kind: str | None = None,
     noise_rate: float | None = None,
 ) -> list[Published]:
-    """Every record of ``method`` on ``dataset`` at one imbalance ratio or noise setting."""
+    """Every record of ``method`` on ``dataset`` at one imbalance ratio or noise setting
+    (``noise_rate`` None: every rate of ``noise_kind``)."""
+    if (imbalance_ratio is None) == (noise_kind is None):
+        raise ValueError(
+            "published_for needs exactly one of imbalance_ratio and noise_kind, got "
+            f"imbalance_ratio={imbalance_ratio!r}, noise_kind={noise_kind!r}"
+        )
     return [
         r
         for r in PUBLISHED
