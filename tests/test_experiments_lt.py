@@ -120,11 +120,15 @@ def test_lt_table_markdown_labels_epochs_groups_and_shows_n_a():
     assert "published" not in text  # no published number for MNIST-1D
 
 
-def test_lt_table_markdown_puts_the_published_number_beside_cifar_rows():
-    result = fake_result("LDAM-DRW", 0, 100, dataset="cifar10")
-    text = ex.lt_table_markdown([result], profile="paper")
-    assert "published (paper)" in text and "77.03" in text
-    assert "CIFAR-10-LT" in ex.published_lt_markdown()
+def test_lt_table_markdown_puts_the_published_numbers_beside_cifar_rows():
+    results = [fake_result("LDAM-DRW", 0, 100, dataset="cifar100"), fake_result("ETF+DR", 0, 100)]
+    text = ex.lt_table_markdown(results, profile="paper")
+    row = next(line for line in text.splitlines() if line.startswith("| LDAM-DRW"))
+    assert "published (source)" in text
+    assert "42.04 (LDAM-DRW paper)" in row and "42.9 (OpenLT README reproduced)" in row
+    assert "published" not in text.split("**MNIST-1D")[1]  # no number for MNIST-1D rows
+    styled = ex.style_lt_tables(results[:1], profile="paper")[0].to_html()
+    assert "42.04 (LDAM-DRW paper)" in styled
 
 
 def test_select_runs_filters_and_orders_by_the_given_labels():

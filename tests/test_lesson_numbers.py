@@ -37,7 +37,7 @@ What is read, and how:
   and ``NOISY_PROFILES``, :data:`palviz.experiments.runcache.TOY`), the published budgets
   (:data:`palviz.experiments.budget.PAPER_BUDGETS`, ``PAPER_STEPS``,
   ``PAPER_LR_WD_INTEGRAL``), the published accuracies the tables stand beside
-  (:data:`palviz.experiments.profiles.PUBLISHED_LT_ACCURACY`), every dataset's declared
+  (:data:`palviz.experiments.published.PUBLISHED_LT_ACCURACY`), every dataset's declared
   number of classes, and values of the theory's closed forms that a lesson quotes (the
   simplex's cosine -1/(k-1), angle arccos(-1/(k-1)) and minimal margin 1 + 1/(k-1), for
   k up to 100; PAL's noise-aware scale 0.25 / (0.05 + eta) at the profiles' rates).
@@ -57,7 +57,7 @@ from pathlib import Path
 import pytest
 
 from palviz import data as pdata
-from palviz.experiments import budget, profiles, runcache
+from palviz.experiments import budget, profiles, published, runcache
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -160,7 +160,7 @@ def allowed_values() -> list[float]:
     values.update(walk(profiles.LONG_TAILED_PROFILES))
     values.update(walk(profiles.NOISY_PROFILES))
     values.update(walk(runcache.TOY))
-    values.update(walk(profiles.PUBLISHED_LT_ACCURACY))
+    values.update(walk(published.PUBLISHED_LT_ACCURACY))
     for b in budget.PAPER_BUDGETS.values():
         values.update((b.epochs, b.train_size, b.batch_size, b.steps, b.steps_per_epoch))
     values.add(budget.PAPER_LR_WD_INTEGRAL)

@@ -122,6 +122,18 @@ def test_paper_branch_of_notebooks_06_and_08_runs_at_toy_size(toy_cache):
         assert list((toy_cache / "figures" / "paper").glob(f"{number}_*.png")), number
 
 
+def test_notebook_06_paper_branch_puts_the_published_numbers_beside_the_toy_runs(toy_cache):
+    """The results table of 06 holds a "published (source)" column: on CIFAR-10-LT at
+    rho = 100, LDAM-DRW's row lists the LDAM-DRW paper's 77.03 beside the measured cells."""
+    (path,) = (toy_cache / "figures" / "paper").glob("06_*results.md")
+    text = path.read_text()
+    block = text.split("**CIFAR-10-LT, rho = 100**")[1].split("**CIFAR-")[0]
+    assert "published (source)" in block
+    row = next(line for line in block.splitlines() if line.startswith("| LDAM-DRW "))
+    assert "77.03 (LDAM-DRW paper)" in row
+    assert "OpenLT" in text.split("**CIFAR-100-LT, rho = 100**")[1]
+
+
 @pytest.mark.slow
 @SLOW
 def test_paper_branch_of_notebook_07_runs_at_toy_size(toy_paper):
@@ -204,6 +216,8 @@ def test_notebook_07_paper_branch_at_toy_size_packs_and_renders_without_the_data
     write_cifar100(teacher / "data")
     write_mnist(teacher / "data")
     _execute("07", tmp_path / "teacher.ipynb", TOY_07)
+    shown = (tmp_path / "teacher.ipynb").read_text()  # the published numbers, printed
+    assert "**eps-softmax paper, CIFAR-10**" in shown and "Not run here" not in shown
     trained = sorted(p.name for p in (teacher / "runs").iterdir() if not p.name.startswith("."))
     archive = tmp_path / "paper-07.tar.gz"
     assert cli.main(["runs", "pack", "--profile", "paper", "--only", "07", "-o", str(archive)]) == 0

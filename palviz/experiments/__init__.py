@@ -16,6 +16,8 @@ subject modules it teaches. Its modules:
   papers' facts; the profiles and each dataset's network as data in
   :mod:`~palviz.experiments.profiles`, the departures from the reference code in
   :mod:`~palviz.experiments.departures`
+- :mod:`~palviz.experiments.published` the papers' and anchors' published numbers, as records
+  with their sources
 - :mod:`~palviz.experiments.budget` training budgets in SGD steps beside the papers'
 - :mod:`~palviz.experiments.plan` what each notebook trains, declared once (:func:`experiment`)
 - :mod:`~palviz.experiments.params` each notebook's parameters, checked once
@@ -85,11 +87,21 @@ HOMES: dict[str, tuple[str, ...]] = {
         "post_hoc_frame",
         "post_hoc_table_markdown",
     ),
+    "published": (
+        "PUBLISHED",
+        "PUBLISHED_LT_ACCURACY",
+        "SOURCES",
+        "Published",
+        "Source",
+        "published_for",
+        "published_lt_accuracy",
+        "published_text",
+        "sources_markdown",
+    ),
     "recipes": (
         "DATASET_NAMES",
         "LT_METHODS",
         "NOISE_METHODS",
-        "PUBLISHED_LT_ACCURACY",
         "expand_schedule",
         "long_tailed_setup",
         "lt_grid",
@@ -100,7 +112,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "noisy_grid",
         "noisy_setup",
         "noisy_spec",
-        "published_lt_accuracy",
         "scale_sweep",
         "select_noise_rates",
     ),
@@ -128,6 +139,7 @@ HOMES: dict[str, tuple[str, ...]] = {
         "noisy_accuracy_table",
         "per_class_frame",
         "published_lt_markdown",
+        "published_noisy_markdown",
         "results_frame",
         "select_runs",
         "style_lt_tables",

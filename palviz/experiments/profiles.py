@@ -6,7 +6,8 @@ into run specs.
   ``full``, ``paper``) the datasets it trains by default, the training recipe (``train``,
   and ``train_by_dataset`` where a dataset has its own), the methods, ratios or noise rates
   and seeds;
-- the published numbers the tables stand beside (:data:`PUBLISHED_LT_ACCURACY`).
+
+The published numbers the tables stand beside live in :mod:`palviz.experiments.published`.
 
 What a dataset *is* (its loader, sample shape, classes, title) is declared once, in the data
 registry (:func:`palviz.data.register_dataset`); nothing here repeats it. A dataset that
@@ -25,7 +26,6 @@ __all__ = [
     "NOISY_PROFILES",
     "PAPER_PRECISION",
     "PAPER_PREVIOUS",
-    "PUBLISHED_LT_ACCURACY",
 ]
 
 #: The network each task trains on a dataset, in every profile (archs of
@@ -348,19 +348,6 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "scales": (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
         "train_size": None,
     },
-}
-
-#: Top-1 test accuracy published for ResNet-32 on CIFAR-LT with the exponential profile
-#: (LDAM-DRW paper, Cao et al. NeurIPS 2019, top-1 error converted to accuracy;
-#: docs/reference.md 6),
-#: keyed by ``(dataset, imbalance ratio, method)``. "CE" is the paper's ERM row. The reference
-#: code keeps the best test-set epoch, so these stand beside palviz's *best-epoch* column.
-PUBLISHED_LT_ACCURACY: dict[tuple[str, int, str], float] = {
-    ("cifar10", 100, "LDAM-DRW"): 0.7703,
-    ("cifar10", 10, "LDAM-DRW"): 0.8816,
-    ("cifar100", 100, "LDAM-DRW"): 0.4204,
-    ("cifar100", 10, "LDAM-DRW"): 0.5871,
-    ("cifar10", 10, "CE"): 0.8639,
 }
 
 #: The ``paper`` profile's previous plan, as a recipe (``palviz plan --profile paper`` prints

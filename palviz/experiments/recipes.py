@@ -9,9 +9,10 @@ The ``*_setup``, ``*_spec`` and ``*_grid`` functions turn both into
 :class:`~palviz.experiments.runcache.RunSpec` objects for the run cache
 (:mod:`palviz.experiments.runcache`); given ``datasets`` (a notebook's ``DATASETS``) they train
 those instead of the profile's, each registered dataset (:func:`palviz.data.register_dataset`)
-with its network (:func:`network_for`) and the profile's schedule. Also the published numbers
-the tables stand beside, how tables name the datasets, and every departure from the reference
-code (:data:`~palviz.experiments.departures.DEPARTURES`).
+with its network (:func:`network_for`) and the profile's schedule. Also how tables name the
+datasets and every departure from the reference code
+(:data:`~palviz.experiments.departures.DEPARTURES`); the published numbers the tables stand
+beside are :mod:`palviz.experiments.published`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from palviz.experiments.profiles import (
     NETWORKS,
     NOISY_PROFILES,
     PAPER_PRECISION,
-    PUBLISHED_LT_ACCURACY,
 )
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
@@ -378,18 +378,12 @@ def _noisy_specs(
 
 
 # --------------------------------------------------------------------------------------
-# Published numbers and the long-tailed grid
+# Dataset names and the long-tailed grid
 # --------------------------------------------------------------------------------------
 
 #: How tables and captions name the datasets: the registry's titles
 #: (:data:`palviz.data.DATASET_TITLES`, a live view: a dataset registered later is in it).
 DATASET_NAMES = pdata.DATASET_TITLES
-
-
-def published_lt_accuracy(dataset: str, imbalance_ratio: float, method: str) -> float | None:
-    """The published accuracy of ``method`` on ``dataset``-LT at ``imbalance_ratio``
-    (:data:`PUBLISHED_LT_ACCURACY`), or ``None`` where the paper has no such number."""
-    return PUBLISHED_LT_ACCURACY.get((dataset, int(imbalance_ratio), method))
 
 
 def lt_grid(

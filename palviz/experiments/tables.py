@@ -19,8 +19,14 @@ import pandas as pd
 
 from palviz import metrics as pmetrics
 from palviz.data import asymmetric_map, flip_count
-from palviz.experiments.profiles import PUBLISHED_LT_ACCURACY
-from palviz.experiments.recipes import DATASET_NAMES, published_lt_accuracy
+from palviz.experiments.published import (
+    PUBLISHED,
+    SOURCES,
+    Published,
+    published_for,
+    published_text,
+)
+from palviz.experiments.recipes import DATASET_NAMES
 from palviz.experiments.runcache import RunResult
 from palviz.files import resolve_profile
 from palviz.plots import format_accuracy
@@ -173,9 +179,9 @@ def lt_table(results: Sequence[RunResult]) -> list[dict]:
     ``train_counts``, ``test_size``; ``last`` and ``best`` (overall test accuracy after the
     last epoch and at the best test epoch, as ``(mean, std)``); ``many``, ``medium``, ``few``
     (shot-group accuracy after the last epoch, ``(mean, std)`` or ``None`` for a group with
-    no class); ``best_epochs`` (1-based, one per seed); ``published`` (the LDAM-DRW paper's
-    number, :func:`~palviz.experiments.recipes.published_lt_accuracy`, or ``None``). Std is NaN for
-    a single seed.
+    no class); ``best_epochs`` (1-based, one per seed); ``published`` (the published numbers of
+    the same data set, ratio and method, :func:`~palviz.experiments.published.published_for`,
+    possibly none). Std is NaN for a single seed.
     """
     frame = results_frame(results)
     if frame.empty:
@@ -204,7 +210,7 @@ def lt_table(results: Sequence[RunResult]) -> list[dict]:
                 "best": _mean_std(cell, "best_acc", len(runs), what),
                 "best_epochs": [None if pd.isna(e) else int(e) for e in runs["best_epoch"]],
                 **{g: _mean_std(cell, g, len(runs), what) for g in _GROUPS},
-                "published": published_lt_accuracy(dataset, rho, label),
+                "published": published_for(dataset, label, imbalance_ratio=rho),
             }
         )
     return rows
@@ -280,7 +286,7 @@ def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
 def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
     """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`: the
     frame's accuracy cells are ``(mean, std)`` or ``None`` (formatted by the caller), the
-    ``published`` cells a fraction or ``None``."""
+    ``published`` cells text (:func:`~palviz.experiments.published.published_text`)."""
     frame = results_frame(results)
     rows = lt_table(results)
     out = []
@@ -290,8 +296,8 @@ def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[
         table = pd.DataFrame({"method": [r["method"] for r in block]})
         table["overall, last epoch"] = [r["last"] for r in block]
         table["overall, best epoch"] = [r["best"] for r in block]
-        if any(r["published"] is not None for r in block):
-            table["published (paper)"] = [r["published"] for r in block]
+        if any(r["published"] for r in block):
+            table[_PUBLISHED] = [published_text(r["published"]) for r in block]
         for g in _GROUPS:
             table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [r[g] for r in block]
         table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
@@ -302,29 +308,23 @@ def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[
     return out
 
 
-def _lt_cell(value: Any) -> str:
-    """A cell of :func:`_lt_frames` as text: ``mean +- std`` in percent, a published
-    fraction in percent with two decimals, ``-`` for no published number."""
-    if isinstance(value, tuple) or value is None:
-        return _percent(value)
-    return f"{100 * value:.2f}"
+#: The column of :func:`_lt_frames` that lists the published numbers beside the measured ones.
+_PUBLISHED = "published (source)"
 
 
 def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
-    published = "published (paper)"
     text = table.copy()
-    for column in text.columns.drop(["method", "seeds"]):
-        text[column] = [_lt_cell(v) for v in text[column]]
-    if published in text:
-        text[published] = ["-" if v is None else _lt_cell(v) for v in table[published]]
+    for column in text.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore"):
+        text[column] = [_percent(v) for v in text[column]]
     return text
 
 
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
     """Markdown tables of :func:`lt_table` (accuracy in %, :func:`~palviz.plots.format_accuracy`),
     one per data set and imbalance ratio, each under a caption (:func:`lt_caption`) and with
-    the shot groups' class counts in the header. A "published" column appears beside the
-    best-epoch column when the LDAM-DRW paper has a number for one of the rows."""
+    the shot groups' class counts in the header. A "published (source)" column appears beside
+    the best-epoch column when a source of :mod:`palviz.experiments.published` has a number
+    for one of the rows (each number with its source's name, ``-`` for none)."""
     blocks = [
         caption + "\n\n" + _markdown(_lt_text(table), index=False)
         for caption, table in _lt_frames(results, profile)
@@ -338,27 +338,61 @@ def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) ->
     captions."""
     styled = []
     for caption, table in _lt_frames(results, profile):
-        published = [c for c in table.columns if c == "published (paper)"]
-        accuracy = [c for c in table.columns.drop(["method", "seeds"]) if c not in published]
-        style = table.style.format(_lt_cell, subset=accuracy)
-        if published:
-            style = style.format(lambda v: "-" if v is None else _lt_cell(v), subset=published)
-        style = style.hide(axis="index")
+        accuracy = table.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore")
+        style = table.style.format(_percent, subset=list(accuracy)).hide(axis="index")
         styled.append(style.set_caption(caption.replace("**", "")))
     return styled
 
 
+def _published_blocks(
+    records: Sequence[Published], setting: Callable[[Published], str], *, by_dataset: bool = False
+) -> str:
+    """``records`` as markdown, one table per source (and data set, ``by_dataset``) under a
+    line naming the source and what it reports: a row per method, a column per ``setting(r)``
+    (and column of the source)."""
+    blocks = []
+    for source in SOURCES.values():
+        mine = [r for r in records if r.source == source.name]
+        parts = dict.fromkeys(r.dataset for r in mine) if by_dataset else {None: None}
+        for dataset in parts:
+            cells: dict[str, dict[str, str]] = {}
+            for r in mine:
+                if dataset is None or r.dataset == dataset:
+                    column = f"{setting(r)}, {r.column}" if r.column else setting(r)
+                    cells.setdefault(r.method, {})[column] = r.text
+            if not cells:
+                continue
+            frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-")
+            frame.index.name = "method"
+            on = f", {DATASET_NAMES.get(dataset, dataset)}" if dataset else ""
+            blocks.append(
+                f"**{source.name}{on}**: {source.citation}, {source.where}. Top-1 "
+                f"{source.reports} in the source, shown as accuracy (%); epoch: "
+                f"{source.selection}; {source.spread}; set-up: {source.setup}.\n\n"
+                + _markdown(frame)
+            )
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
 def published_lt_markdown() -> str:
-    """The published CIFAR-LT numbers
-    (:data:`~palviz.experiments.profiles.PUBLISHED_LT_ACCURACY`) as a markdown table."""
-    table = pd.DataFrame(
-        [
-            (f"{DATASET_NAMES[dataset]}-LT", str(rho), method, f"{100 * acc:.2f}")
-            for (dataset, rho, method), acc in PUBLISHED_LT_ACCURACY.items()
-        ],
-        columns=["data set", "rho", "method", "published top-1 accuracy (%)"],
+    """Every long-tailed number of :data:`~palviz.experiments.published.PUBLISHED` as
+    markdown, one table per source: a row per method, a column per data set and ratio."""
+    records = [r for r in PUBLISHED if r.imbalance_ratio is not None]
+    records.sort(key=lambda r: (r.dataset, -r.imbalance_ratio))  # CIFAR-10 first, rho 100 first
+    return _published_blocks(records, lambda r: _lt_name(r.dataset, r.imbalance_ratio))
+
+
+def published_noisy_markdown(datasets: Iterable[str] | None = None) -> str:
+    """The noisy-label numbers of :data:`~palviz.experiments.published.PUBLISHED` (on
+    ``datasets``, default all) as markdown, one table per source and data set: a row per
+    method, a column per noise kind and rate (``sym 0.4``, as in :func:`format_noisy_table`);
+    ``""`` when no source has a number on them."""
+    wanted = None if datasets is None else set(datasets)
+    records = [r for r in PUBLISHED if r.noise_kind and (wanted is None or r.dataset in wanted)]
+    kinds = {"symmetric": "sym", "asymmetric": "asym"}
+    return _published_blocks(
+        records, lambda r: f"{kinds[r.noise_kind]} {r.noise_rate:g}", by_dataset=True
     )
-    return _markdown(table, index=False) + "\n"
 
 
 def noisy_accuracy_table(
