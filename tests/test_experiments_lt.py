@@ -74,15 +74,6 @@ def test_lt_grid_refuses_an_unknown_method_once_in_the_method_table():
         ex.lt_grid(["CE", "LDAM"], profile="quick")
 
 
-def test_published_numbers_are_the_ldam_drw_papers():
-    assert ex.published_lt_accuracy("cifar10", 100, "LDAM-DRW") == pytest.approx(0.7703)
-    assert ex.published_lt_accuracy("cifar10", 10.0, "LDAM-DRW") == pytest.approx(0.8816)
-    assert ex.published_lt_accuracy("cifar100", 100, "LDAM-DRW") == pytest.approx(0.4204)
-    assert ex.published_lt_accuracy("cifar100", 10, "LDAM-DRW") == pytest.approx(0.5871)
-    assert ex.published_lt_accuracy("cifar10", 10, "CE") == pytest.approx(0.8639)
-    assert ex.published_lt_accuracy("mnist1d", 100, "LDAM-DRW") is None
-
-
 def test_lt_table_averages_over_seeds_and_keeps_an_empty_shot_group_as_none():
     results = [
         fake_result("CE", 0, 100, last=0.5, best=0.6),

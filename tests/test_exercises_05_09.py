@@ -1,4 +1,4 @@
-"""The checked exercises of lessons 05-08 (``palviz.exercises.ex05`` ... ``ex08``), without
+"""The checked exercises of lessons 05-09 (``palviz.exercises.ex05`` ... ``ex09``), without
 running a notebook: every solution passes its check, typical wrong answers fail with the message
 meant for them, the blank is "not answered yet", a student's function that raises is reported
 rather than raised, and every exercise appears exactly once in its notebook."""
@@ -24,6 +24,7 @@ LESSONS = {
     "06": "06_long_tailed",
     "07": "07_noisy_labels",
     "08": "08_feature_geometry",
+    "09": "09_diagnose_your_model",
 }
 MODULES = {number: importlib.import_module(f"palviz.exercises.ex{number}") for number in LESSONS}
 
@@ -88,6 +89,22 @@ def _norms_squared(features, targets, num_classes):
 def _norm_of_mean(features, targets, num_classes):
     F, y = np.asarray(features, float), np.asarray(targets)
     return np.array([np.linalg.norm(F[y == c].mean(axis=0)) for c in range(num_classes)])
+
+
+# --- lesson 09's expected values, from the formulas (independently of palviz) -----------------
+CONF = np.array([0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.55, 0.3])
+RIGHT = np.array([1, 1, 0, 1, 1, 0, 0, 1], dtype=float)
+HIGH = CONF > 0.5  # the bins (0, 0.5] and (0.5, 1]
+GAPS = [abs(RIGHT[m].mean() - CONF[m].mean()) for m in (HIGH, ~HIGH)]
+ECE = sum(m.mean() * g for m, g in zip((HIGH, ~HIGH), GAPS, strict=True))  # sum |B|/N |acc - conf|
+PRIOR_2 = 1 / 100  # counts (90, 9, 1)
+ADJUSTED_2 = 0.5 - math.log(PRIOR_2)  # z_2 - tau log pi_2, tau = 1
+
+
+def test_lesson_09s_expected_values_are_those_of_the_formulas():
+    assert EXERCISES["09.q1"].check(ECE).ok and not EXERCISES["09.q1"].check(ECE + 0.01).ok
+    assert EXERCISES["09.q2"].check(ADJUSTED_2).ok and not EXERCISES["09.q2"].check(5.0).ok
+    assert abs(ECE - 0.25625) < 1e-9 and abs(ADJUSTED_2 - 5.1051702) < 1e-6
 
 
 #: exercise -> [(a typical wrong answer, a part of the message it must get)]
@@ -179,7 +196,22 @@ WRONG = {
         (lambda F, y, k: np.zeros(k + 1), "one number per class"),
     ],
     "08.q4": [("double", "they stay"), ("halve", "they stay")],
+    "09.q1": [
+        (float(np.mean(GAPS)), "plain mean of the two bins' gaps"),
+        (abs(RIGHT.mean() - CONF.mean()), "overall accuracy and the overall confidence"),
+        (100 * ECE, "percentage"),
+        ("0.26", "should be a number"),
+    ],
+    "09.q2": [
+        (0.5 - math.log10(PRIOR_2), "log10"),
+        (0.5 + math.log(PRIOR_2), "subtracts it"),
+        (0.5, "before the adjustment"),
+        (0.5 - PRIOR_2, "uses pi_j itself"),
+    ],
+    "09.q3": [("change", "they stay"), ("up", "answer one of")],
 }
+
+
 LESSON_WRONG = {key: cases for key, cases in WRONG.items() if key in EXERCISES}
 
 
