@@ -390,8 +390,10 @@ QUOTES: dict[str, Quote] = {
 _ORIENT = "(palviz question, not a paper claim) does the {o} orientation of PAL's simplex help?"
 
 RIVAL_FAMILY = "fixed ETF + DR against CE+PAL and against a learnable classifier"
-_RIVAL = f"(palviz question, not a paper claim) {RIVAL_FAMILY}: does ETF+DR beat both?"
-_RIVAL_SOURCE = "palviz (Yang et al., NeurIPS 2022, against PAL)"
+_RIVAL = (
+    f"(palviz question, not a paper claim) {RIVAL_FAMILY} (Yang et al., NeurIPS 2022, against "
+    "PAL): does ETF+DR beat both?"
+)
 _NOT_ELM_TABLE = ("ETF+DR", "ETF+DR+mixup")  # not in ELM's table, not read against ELM-DRW
 
 
@@ -463,7 +465,7 @@ def long_tailed_claims(
         for (dataset, rho), base in ((s, b) for s in settings for b in bases):
             where = {"dataset": dataset, "imbalance_ratio": rho}
             kw = {"paper_reads": "", "family": RIVAL_FAMILY + suffix, "reading": reading}
-            claims.append(Claim("06", _RIVAL, _RIVAL_SOURCE, base, "ETF+DR", where, **kw, **common))
+            claims.append(Claim("06", _RIVAL, "palviz", base, "ETF+DR", where, **kw, **common))
     if "CE" in pal:
         for o in setup["orientations"]:
             for dataset, rho in settings:
