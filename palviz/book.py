@@ -64,7 +64,6 @@ __all__ = [
 ]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-SETUP_TAG = "hide-input"  # the set-up cells: parameters, their check, imports
 _LEARN = re.compile(r"^\*\*What you will (?:learn|see)\.?\*\*\.?\s*", re.MULTILINE)
 _CHECK = re.compile(r"\bex(\d\d)\.(q\d+)\.check\(")
 _GLOSSARY_LINK = re.compile(r"\[([^\]]+)\]\((?:(?:\.\./)?docs/|\.\./)?(?:glossary\.md)?#([\w-]+)\)")

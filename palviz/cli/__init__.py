@@ -87,11 +87,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
     if getattr(args, "action", None) in ("pack", "unpack"):
-        from palviz.experiments import pack
+        from palviz.experiments import pack, unpack
 
         try:
             if args.action == "unpack":
-                done = pack.unpack(args.file, force=args.force)
+                done = unpack.unpack(args.file, force=args.force)
             else:
                 selected = notebooks(args.only)
                 numbers = [p.name[:2] for p in selected]
@@ -104,7 +104,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                     notebooks=numbers,
                     with_checkpoints=args.with_checkpoints,
                 )
-        except pack.PackError as err:
+        except unpack.PackError as err:
             if args.action == "unpack":
                 print(
                     f"palviz runs unpack: {args.file}: {err}; refused, nothing was written "

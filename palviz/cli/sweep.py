@@ -295,8 +295,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _submitit_options(args: argparse.Namespace) -> dict:
     """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; for Slurm
     the CPUs and GPUs are checked against the partition
-    (:func:`palviz.experiments.cluster.slurm_resources`)."""
-    from palviz.experiments import cluster
+    (:func:`palviz.experiments.slurm.slurm_resources`)."""
+    from palviz.experiments import cluster, slurm
 
     log_dir = Path(args.log_dir) if args.log_dir else cluster.default_log_dir()
     options = {
@@ -309,7 +309,7 @@ def _submitit_options(args: argparse.Namespace) -> dict:
         if dropped:
             print(f"submitit-local runs the jobs on this machine: {', '.join(dropped)} unused")
     else:
-        resources = cluster.slurm_resources(
+        resources = slurm.slurm_resources(
             args.slurm_partition, args.gpus_per_job, args.cpus_per_job
         )
         print(resources)

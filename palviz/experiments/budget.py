@@ -34,19 +34,6 @@ from palviz import data as pdata
 from palviz.checks import check_bool, check_choice, check_int, check_non_negative, invalid
 from palviz.experiments.runcache import RunResult, RunSpec
 
-__all__ = [
-    "PAPER_BUDGETS",
-    "PAPER_LR_WD_INTEGRAL",
-    "PAPER_STEPS",
-    "PaperBudget",
-    "paper_steps_for",
-    "plot_budget",
-    "steps_per_epoch",
-    "steps_per_run",
-    "training_size",
-    "weight_decay_integral",
-]
-
 
 def steps_per_epoch(train_size: int, batch_size: int, drop_last: bool = False) -> int:
     """Optimiser steps in one pass over ``train_size`` samples in batches of ``batch_size``:

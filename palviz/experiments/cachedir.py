@@ -29,17 +29,6 @@ from palviz.files import (
     storage_errors,
 )
 
-__all__ = [
-    "FEATURE_ARRAYS",
-    "check_cache_writable",
-    "check_runs",
-    "checkpoint_problem",
-    "clear_runs",
-    "entry_problem",
-    "list_runs",
-    "quarantine",
-]
-
 #: The arrays of ``features.npz``.
 FEATURE_ARRAYS = ("features", "logits", "targets", "prototypes")
 

@@ -37,26 +37,6 @@ from palviz.checks import invalid
 from palviz.files import atomic_write, figures_dir, resolve_profile
 from palviz.stats import READINGS, check_direction
 
-__all__ = [
-    "BEST_EPOCH",
-    "CLAIM_COLUMNS",
-    "Claim",
-    "PAPER_READS",
-    "QUOTES",
-    "RIVAL_FAMILY",
-    "Quote",
-    "READING_COLUMNS",
-    "claim_runs",
-    "claims_path",
-    "long_tailed_claims",
-    "noisy_claims",
-    "read_claims",
-    "read_claims_file",
-    "seeds_text",
-    "typed_claims",
-    "write_claims",
-]
-
 #: Which epoch a paper's numbers are read at, as its text says (:class:`Claim`
 #: ``paper_reads``): the ``"best"`` epoch (the highest test accuracy over the epochs, what
 #: LDAM-DRW's reference code reports as ``best_acc1``), the ``"last"`` one, or ``"not

@@ -41,15 +41,6 @@ from palviz.stats import (
     sign_flip_floor,
 )
 
-__all__ = [
-    "P_NAMES",
-    "VERDICT_P",
-    "claims_explanation",
-    "claims_markdown",
-    "claims_summary",
-    "evaluate_claims",
-]
-
 #: The p-value columns of a reading, by the name the table shows.
 P_NAMES = {"p_value": "p (t)", "p_signflip": "p (sign-flip)"}
 

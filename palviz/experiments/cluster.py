@@ -43,25 +43,9 @@ import torch
 
 from palviz.experiments.cachedir import check_cache_writable
 from palviz.experiments.runcache import RunResult, RunSpec, is_cached, read_cached, run
-from palviz.experiments.slurm import SlurmRefused, sbatch_refusal, slurm_resources
+from palviz.experiments.slurm import SlurmRefused, sbatch_refusal
 from palviz.experiments.workers import init_worker, starting_workers
 from palviz.files import runs_dir
-
-__all__ = [
-    "RunsInterrupted",
-    "SlurmRefused",  # from palviz.experiments.slurm, as palviz sweep reaches it here
-    "TrainJob",
-    "activation_bytes",
-    "gpu_slots",
-    "local_pool",
-    "make_executor",
-    "run_grouped",
-    "run_many",
-    "sbatch_script",
-    "slurm_resources",  # from palviz.experiments.slurm, as palviz sweep reaches it here
-    "stop_pool",
-    "train_with",
-]
 
 
 def gpu_slots(num_gpus: int, workers_per_gpu: int) -> list[str]:

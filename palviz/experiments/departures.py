@@ -12,8 +12,6 @@ from pathlib import Path
 
 from palviz.files import atomic_write, project_root
 
-__all__ = ["DEPARTURES", "Departure", "departures_markdown", "write_departures"]
-
 
 @dataclass(frozen=True)
 class Departure:

@@ -47,24 +47,6 @@ from palviz import data as pdata
 from palviz.checks import check_bool, check_choice, check_int, check_positive, invalid
 from palviz.train import PRECISIONS
 
-__all__ = [
-    "BENCH_SCHEMA",
-    "BENCH_VERSION",
-    "PRECISIONS",
-    "SPLIT_CLASS_COUNTS",
-    "STATUSES",
-    "benchmark_cases",
-    "best_configurations",
-    "check_benchmark",
-    "describe_paper_growth",
-    "estimate",
-    "format_estimate",
-    "paper_plan_growth",
-    "plan_size",
-    "planned_train_size",
-    "read_benchmark",
-]
-
 BENCH_SCHEMA = "palviz-bench-gpu"
 BENCH_VERSION = 1
 

@@ -36,8 +36,6 @@ import filelock
 
 from palviz.files import storage_errors
 
-__all__ = ["RunLock", "heartbeat_seconds", "stale_after", "stale_reason"]
-
 DEFAULT_STALE_SECONDS = 600.0
 
 

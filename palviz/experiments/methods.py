@@ -32,24 +32,6 @@ from palviz.files import atomic_write
 from palviz.heads import PROTOTYPE_ORIENTATIONS
 from palviz.losses import LOSSES
 
-__all__ = [
-    "ORIENTATIONS",
-    "TASKS",
-    "TABLE_METHODS",
-    "Method",
-    "TableMethod",
-    "check_table",
-    "dataset_family",
-    "long_tailed",
-    "long_tailed_methods",
-    "method",
-    "method_table",
-    "methods_of",
-    "noisy",
-    "noisy_methods",
-    "write_method_tables",
-]
-
 TASKS = ("long_tailed", "noisy")
 
 #: Orientations of PAL's simplex in feature space (``palviz.heads.simplex_prototypes``): the

@@ -48,24 +48,13 @@ from palviz.experiments.unpack import (
     MANIFEST,
     REQUIRED_FILES,
     PackError,
-    Unpacked,
     check_limits,
     sha256_of,
-    unpack,
 )
 from palviz.files import atomic_write, runs_dir
 
 #: The names of ``palviz runs pack`` and ``unpack``: this module's, and those of
 #: :mod:`palviz.experiments.unpack` the command reaches here.
-__all__ = [
-    "PackError",
-    "Packed",
-    "Unpacked",
-    "default_name",
-    "pack",
-    "run_files",
-    "unpack",
-]
 
 
 def default_name(profile: str) -> str:

@@ -49,16 +49,6 @@ from palviz.checks import ArgumentTypeError, invalid
 from palviz.experiments.schemas import CHOICES, SCHEMAS, Parameter
 from palviz.files import PROFILES, resolve_profile
 
-__all__ = [
-    "CHOICES",
-    "SCHEMAS",
-    "Parameter",
-    "check_parameters",
-    "choices",
-    "noise_pairs",
-    "rule_alternatives",
-]
-
 _NOISE_KINDS = ("symmetric", "asymmetric")
 
 

@@ -35,19 +35,6 @@ from palviz.experiments import recipes
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
 
-__all__ = [
-    "EXPERIMENTS",
-    "NOTEBOOKS_WITH_RUNS",
-    "experiment",
-    "experiment_specs",
-    "long_tailed_groups",
-    "noisy_groups",
-    "plan",
-    "planned_specs",
-    "takes_datasets",
-    "train_overrides",
-]
-
 
 def train_overrides(
     epochs: Any = None, lr: Any = None, weight_decay: Any = None, batch_size: Any = None

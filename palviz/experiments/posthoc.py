@@ -32,8 +32,6 @@ from palviz.evaluation import evaluate
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
 from palviz.models import make_model
 
-__all__ = ["POST_HOC", "held_out_split", "post_hoc_frame", "post_hoc_table_markdown"]
-
 #: The post-hoc methods and the table label each gets, ``"CE"`` standing for the run's label.
 POST_HOC = {
     "logit adjustment": "{label} + logit adjustment (post hoc)",

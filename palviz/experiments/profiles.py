@@ -20,14 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = [
-    "LONG_TAILED_PROFILES",
-    "NETWORKS",
-    "NOISY_PROFILES",
-    "PAPER_PRECISION",
-    "PAPER_PREVIOUS",
-]
-
 #: The network each task trains on a dataset, in every profile (archs of
 #: :data:`palviz.models.ARCHS`; each must read the dataset's samples,
 #: :data:`palviz.models.ARCH_INPUTS`). The long-tailed tables use LDAM-DRW's ResNet-32 on

@@ -20,18 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "PUBLISHED",
-    "PUBLISHED_LT_ACCURACY",
-    "SOURCES",
-    "Published",
-    "Source",
-    "published_for",
-    "published_lt_accuracy",
-    "published_text",
-    "sources_markdown",
-]
-
 
 @dataclass(frozen=True)
 class Source:

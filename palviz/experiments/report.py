@@ -29,22 +29,6 @@ from typing import Any
 
 from palviz.files import PROFILES, atomic_write, figures_dir, project_root
 
-__all__ = [
-    "ReportError",
-    "PAGE",
-    "block_markers",
-    "check_page",
-    "collect_results",
-    "page_path",
-    "render_block",
-    "render_timings",
-    "replace_block",
-    "require_markers",
-    "results_dir",
-    "result_files",
-    "write_page",
-]
-
 CLAIMS = "claims.csv"
 TIMINGS = "timings.json"
 RESULTS_GLOB = "[0-9][0-9]_*_results.md"

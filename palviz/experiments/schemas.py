@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["CHOICES", "SCHEMAS", "Parameter"]
-
 #: The named sets of allowed names a ``"labels"`` entry draws from, and where each is defined.
 CHOICES: dict[str, str] = {
     "long-tailed methods": "palviz.experiments.recipes.LT_METHODS",

@@ -17,19 +17,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-__all__ = [
-    "CPU_ONLY",
-    "SBATCH_ADVICE",
-    "SBATCH_FALLBACK",
-    "Partitions",
-    "SlurmRefused",
-    "SlurmResources",
-    "gres_gpus",
-    "sbatch_refusal",
-    "sinfo_partitions",
-    "slurm_resources",
-]
-
 
 class SlurmRefused(RuntimeError):
     """Slurm cannot run a sweep's jobs as asked: what ``sinfo`` says the partition has, or

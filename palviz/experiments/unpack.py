@@ -33,26 +33,6 @@ from palviz.experiments.cachedir import FEATURE_ARRAYS
 from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec
 from palviz.files import runs_dir
 
-__all__ = [
-    "CHECKPOINT",
-    "FILE_NAME",
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
-    "KEY",
-    "MANIFEST",
-    "MAX_FILE_BYTES",
-    "MAX_MANIFEST_BYTES",
-    "MAX_MEMBERS",
-    "MAX_TOTAL_BYTES",
-    "REQUIRED_FILES",
-    "UMAP_ARRAYS",
-    "PackError",
-    "Unpacked",
-    "check_limits",
-    "sha256_of",
-    "unpack",
-]
-
 #: The version of the archive layout (``manifest.json``'s ``format_version``).
 FORMAT_VERSION = 1
 FORMAT_NAME = "palviz-runs"

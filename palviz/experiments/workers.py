@@ -27,8 +27,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["WATCHDOG_SECONDS", "die_with_parent", "init_worker", "pin_gpu", "starting_workers"]
-
 #: Seconds between two looks of a worker's watchdog at its parent's pid.
 WATCHDOG_SECONDS = 0.5
 
