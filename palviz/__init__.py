@@ -20,9 +20,10 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.stats`    paired differences over seeds, Student-t intervals, paired t and
   sign-flip p-values, Holm's correction, the verdicts
 - :mod:`palviz.plots`    ``savefig``, ``setup_notebook``, sliders, UMAP and every figure
-- :mod:`palviz.files`, :mod:`palviz.checks`, :mod:`palviz.threads`  at the bottom: where data,
-  runs and figures live, the profile names, atomic writes; argument checks with one message
-  form; one torch thread while a block runs
+- :mod:`palviz.files`, :mod:`palviz.checks`, :mod:`palviz.threads`, :mod:`palviz.cpu`  at the
+  bottom: where data, runs and figures live, the profile names, atomic writes; argument checks
+  with one message form; one torch thread while a block runs; the CPU kernels pinned to AVX2,
+  so that a run gives the same numbers on every x86-64 machine
 
 The **experiment layer**, :mod:`palviz.experiments`, runs the notebooks' experiments: run specs
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
@@ -32,5 +33,10 @@ trains, claims, tables, executors (local pool, submitit, Dask) and pack. Above b
 """
 
 __version__ = "0.1.0"
+
+# Before torch loads: its CPU kernels at AVX2 on every x86-64 machine (palviz.cpu).
+from palviz.cpu import pin_environment  # noqa: E402
+
+pin_environment()
 
 from palviz.diagnosis import diagnose  # noqa: E402, F401
