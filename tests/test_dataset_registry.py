@@ -43,7 +43,7 @@ register_dataset("blobs", load, num_classes=4, shape=(40,), title="Blobs-40")
 @pytest.fixture
 def registry_copy(monkeypatch):
     """The registry as it is, restored after the test (whatever it registers)."""
-    for name in ("_INFOS", "_LOADERS", "_IMPORTED"):
+    for name in ("_INFOS", "_LOADERS", "_IMPORTED", "FINGERPRINTS"):
         monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
     monkeypatch.setenv(pdata.DATASET_MODULES_ENV, "")  # restored after, whatever sets it
     monkeypatch.delenv(pdata.DATASET_MODULES_ENV)
@@ -189,6 +189,103 @@ def test_a_network_is_chosen_for_every_dataset_by_the_input_it_reads(registry_co
     assert recipes.network_for("long_tailed", "signals") == "cnn1d"
     pdata.register_dataset("rgb", _vectors, num_classes=3, shape=(3, 16, 16))
     assert recipes.network_for("long_tailed", "rgb") == "resnet32"
+
+
+# --------------------------------------------------------------------------- the run key
+
+#: A user's module whose loader's labels follow $BLOBS_SHIFT (a loader that changed), and a
+#: script that trains one short run of it and prints its key and whether it trained.
+SHIFTING_MODULE = USER_MODULE.replace(
+    "return (centres[y] + noise).astype(np.float32), y",
+    "import os\n    shift = int(os.environ['BLOBS_SHIFT'])\n"
+    "    return (centres[y] + noise).astype(np.float32), (y + shift) % 4",
+)
+TRAIN_ONE = """
+import json, sys
+import palviz
+from palviz.experiments.runcache import RunSpec, is_cached, run
+spec = RunSpec(dataset="blobs", arch="cnn1d", loss="ce", train={"epochs": 1, "progress": False})
+cached = is_cached(spec)
+result = run(spec)
+print(json.dumps({"key": spec.key(), "cached": cached, "acc": result.metrics["last_acc"]}))
+"""
+
+
+def _train_in_a_process(module: str, shift: int) -> dict:
+    import json
+    import subprocess
+
+    env = {**os.environ, "BLOBS_SHIFT": str(shift), pdata.DATASET_MODULES_ENV: module}
+    out = subprocess.run(
+        [sys.executable, "-c", TRAIN_ONE], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_loader_that_changes_what_it_returns_trains_its_runs_again(
+    tmp_path, monkeypatch, registry_copy, runs
+):
+    name = f"shifting_{os.getpid()}"
+    (tmp_path / f"{name}.py").write_text(SHIFTING_MODULE)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    )
+    first = _train_in_a_process(name, 0)
+    again = _train_in_a_process(name, 0)
+    changed = _train_in_a_process(name, 1)
+    assert not first["cached"] and again == {**first, "cached": True}  # the same data: served
+    assert not changed["cached"] and changed["key"] != first["key"]  # new labels: trained again
+    assert sorted(p.name for p in runs.iterdir() if not p.name.startswith(".")) == sorted(
+        [first["key"], changed["key"]]
+    )
+
+
+def test_a_declared_version_stands_for_the_data_and_the_loader_is_not_read(registry_copy):
+    def unreadable(split, root=None, download=False):
+        raise AssertionError("the loader was called")
+
+    pdata.register_dataset("versioned", unreadable, num_classes=3, shape=(40,), version="v1")
+    assert pdata.dataset_fingerprint("versioned") == "version v1"
+    spec = RunSpec(dataset="versioned", arch="cnn1d", loss="ce")
+    key = spec.key()
+    pdata.register_dataset(
+        "versioned", unreadable, num_classes=3, shape=(40,), version="v2", replace=True
+    )
+    assert spec.key() != key
+    with pytest.raises(ValueError, match=r"^version must be None or a non-empty string, got ''"):
+        pdata.register_dataset("other", unreadable, num_classes=3, shape=(40,), version="")
+
+
+#: The keys of the built-in datasets' runs, made in a fresh process.
+KEYS = """
+import json
+import palviz
+from palviz.data import dataset_fingerprint
+from palviz.experiments import recipes
+print(json.dumps({
+    "fingerprints": [dataset_fingerprint(d) for d in ("mnist1d", "digits", "mnist", "cifar10")],
+    "lt": recipes.lt_spec("CE", profile="quick").key(),
+    "digits": recipes.lt_spec("CE", profile="smoke", dataset="digits").key(),
+    "noisy": recipes.noisy_spec("CE", 0.4, profile="quick").key(),
+}))
+"""
+
+
+def test_the_builtin_datasets_keys_are_the_same_in_two_processes():
+    import json
+    import subprocess
+
+    made = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", KEYS], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(2)
+    ]
+    assert made[0] == made[1]
+    assert made[0]["fingerprints"][0] == pdata.dataset_fingerprint("mnist1d")  # and this one's
+    assert made[0]["fingerprints"][3].startswith("version cifar-10-python.tar.gz md5")
 
 
 # --------------------------------------------------------------------------- the notebooks' runs

@@ -17,6 +17,7 @@ lists, strings, bytes, numbers and numpy arrays), so a planted pickle is refused
 from __future__ import annotations
 
 import gzip
+import hashlib
 import math
 import pickle
 import random
@@ -31,6 +32,7 @@ import torch
 
 from palviz.checks import check_choice
 from palviz.data.registry import (
+    FINGERPRINTS,
     check_dataset,
     dataset_info,
     dataset_loader,
@@ -43,6 +45,7 @@ __all__ = [
     "MNIST1D_NUM_SAMPLES",
     "MNIST1D_SEED",
     "DatasetFileError",
+    "dataset_fingerprint",
     "load_dataset",
     "missing_datasets",
 ]
@@ -138,6 +141,27 @@ def load_dataset(
     root_path = Path(root).expanduser() if root is not None else None
     x, y = dataset_loader(name)(split, root_path, download)
     return _as_declared(name, split, x, y)
+
+
+def dataset_fingerprint(name: str) -> str:
+    """What a run key holds of dataset ``name``'s content: ``"version <v>"`` when its
+    registration declares a version, else 16 hex digits of a SHA-256 of both splits as
+    :func:`load_dataset` returns them (dtype, shape and bytes of ``x`` and ``y``), computed
+    once per process and remembered (a new registration of the name forgets it). The embedded
+    datasets are fingerprinted so (MNIST-1D's arrays are generated; their key stays as long as
+    the arrays do); MNIST and CIFAR declare the version of their torchvision-checked files."""
+    info = dataset_info(name)
+    if info.version is not None:
+        return f"version {info.version}"
+    if name not in FINGERPRINTS:
+        digest = hashlib.sha256()
+        for split in ("train", "test"):
+            for tensor in load_dataset(name, split):
+                array = np.ascontiguousarray(tensor.numpy())
+                digest.update(f"{array.dtype} {array.shape}".encode())
+                digest.update(array.tobytes())
+        FINGERPRINTS[name] = digest.hexdigest()[:16]
+    return FINGERPRINTS[name]
 
 
 def missing_datasets(names: Iterable[str]) -> list[str]:
@@ -535,6 +559,11 @@ def _load_cifar100(split: str, root: Path | None, download: bool):
     return _load_cifar("cifar100", split, root, download)
 
 
+#: The downloaded datasets' version (:func:`dataset_fingerprint`): the files torchvision
+#: fetches and checks against these MD5 sums (``torchvision.datasets.CIFAR10.tgz_md5``, ...),
+#: so that a run key does not need the 50,000 images read and hashed.
+_MNIST_VERSION = "idx md5 f68b3c2d d53e105e 9fb629c4 ec29112d"
+
 #: The datasets palviz ships: each one's declaration (:func:`palviz.data.register_dataset`'s
 #: arguments). digits' mean and std are those of its training split (rounded to 4 decimals);
 #: CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
@@ -549,15 +578,17 @@ BUILTIN_DATASETS: dict[str, dict] = {
     ),
     "mnist": dict(
         loader=_load_mnist, num_classes=10, shape=(1, 28, 28), mean=(0.1307,), std=(0.3081,),
-        title="MNIST", asymmetric_map=_MNIST_FLIPS,
+        title="MNIST", asymmetric_map=_MNIST_FLIPS, version=_MNIST_VERSION,
     ),
     "cifar10": dict(
         loader=_load_cifar10, num_classes=10, shape=(3, 32, 32), mean=_CIFAR_MEAN,
         std=_CIFAR_STD, augment=True, title="CIFAR-10", asymmetric_map=_CIFAR10_FLIPS,
+        version="cifar-10-python.tar.gz md5 c58f30108f718f92721af3b95e74349a",
     ),
     "cifar100": dict(
         loader=_load_cifar100, num_classes=100, shape=(3, 32, 32), mean=_CIFAR_MEAN,
         std=_CIFAR_STD, augment=True, title="CIFAR-100", asymmetric_map=_CIFAR100_FLIPS,
+        version="cifar-100-python.tar.gz md5 eb9058c3a382ffc7106e4002c42a8d85",
     ),
 }  # fmt: skip
 

@@ -12,6 +12,8 @@ from palviz.checks import check_choice, check_int, check_num_classes, check_real
 
 __all__ = [
     "LONG_TAIL_SHAPES",
+    "covering_subset",
+    "held_out_indices",
     "label_array",
     "long_tail_counts",
     "long_tail_indices",
@@ -213,3 +215,43 @@ def stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.nd
         for c, n in zip(classes, take, strict=True)
     ]
     return np.sort(np.concatenate(keep))
+
+
+def covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of a seeded subset of about ``size`` samples, class proportions kept,
+    at least one sample of every class present (a long tail's last class survives)."""
+    targets = np.asarray(targets)
+    if size >= len(targets):
+        return np.arange(len(targets))
+    rng = np.random.default_rng([seed, 7])
+    classes, sizes = np.unique(targets, return_counts=True)
+    take = np.minimum(sizes, np.maximum(1, np.floor(size * sizes / len(targets)).astype(int)))
+    keep = [
+        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
+        for c, n in zip(classes, take, strict=True)
+    ]
+    return np.sort(np.concatenate(keep))
+
+
+def held_out_indices(
+    labels: np.ndarray, per_class: int, num_classes: int, seed: int, name: str = "per_class"
+) -> np.ndarray:
+    """Sorted indices of ``per_class`` samples of every one of ``num_classes`` classes, drawn
+    with ``seed``: a balanced split set aside before a long-tailed cut. Every class must keep
+    a sample, else a ``ValueError`` naming ``name`` (e.g. ``"RunSpec.held_out"``)."""
+    if per_class == 0:
+        return np.zeros(0, dtype=np.int64)
+    sizes = np.bincount(labels, minlength=num_classes)
+    if sizes.min() <= per_class:
+        raise invalid(
+            name,
+            per_class,
+            f"fewer than the {sizes.min()} samples of class {int(sizes.argmin())} (the smallest "
+            "class of the training split: it must keep one to train on)",
+        )
+    rng = np.random.default_rng([seed, 11])
+    drawn = [
+        rng.choice(np.flatnonzero(labels == c), per_class, replace=False)
+        for c in range(num_classes)
+    ]
+    return np.sort(np.concatenate(drawn))

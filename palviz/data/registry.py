@@ -77,6 +77,9 @@ class DatasetInfo:
         title: how tables and captions name it (``"CIFAR-10"``).
         asymmetric_flips: the class flips of asymmetric label noise, ``(source, noisy)``
             pairs (:func:`palviz.data.asymmetric_map`); empty: none declared.
+        version: what the run key holds of the data's content when the registration declares
+            it; ``None``: a fingerprint of what the loader returns
+            (:func:`palviz.data.dataset_fingerprint`).
     """
 
     name: str
@@ -88,11 +91,15 @@ class DatasetInfo:
     augment: bool
     title: str = ""
     asymmetric_flips: tuple[tuple[int, int], ...] = ()
+    version: str | None = None
 
 
 _INFOS: dict[str, DatasetInfo] = {}
 _LOADERS: dict[str, Loader] = {}
 _IMPORTED: set[str] = set()  # the modules of $PALVIZ_DATASET_MODULES imported so far
+#: name -> fingerprint of what its loader returned, computed once per process
+#: (:func:`palviz.data.dataset_fingerprint`); a new registration forgets it
+FINGERPRINTS: dict[str, str] = {}
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _KINDS = ("vector", "image")
@@ -130,6 +137,7 @@ def register_dataset(
     augment: bool = False,
     title: str | None = None,
     asymmetric_map: Mapping[int, int] | None = None,
+    version: str | None = None,
     replace: bool = False,
 ) -> DatasetInfo:
     """Declare a dataset: after this, :func:`palviz.data.load_dataset` loads it, a
@@ -149,6 +157,11 @@ def register_dataset(
         title: how tables name it; default ``name``.
         asymmetric_map: source class -> noisy class of asymmetric label noise, or ``None``
             (then only symmetric noise is possible).
+        version: a string that changes whenever what the loader returns changes (e.g. the
+            checksum of a file it reads), entering the run key in place of the data; ``None``:
+            the run key holds a hash of both splits as the loader returns them, computed the
+            first time a process makes a key (:func:`palviz.data.dataset_fingerprint`). Either
+            way a changed dataset never serves the runs of the old one.
         replace: allow a new declaration under a name already registered. The same
             declaration again (the same facts and loader) is always accepted.
 
@@ -159,6 +172,8 @@ def register_dataset(
         raise invalid("name", name, "lower-case letters, digits, '_' and '-', e.g. 'blobs'")
     if not callable(loader):
         raise invalid("loader", loader, "a function loader(split, root, download) -> (x, y)")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise invalid("version", version, "None or a non-empty string")
     num_classes = check_num_classes(num_classes)
     dims = tuple(shape) if isinstance(shape, Sequence) else ()
     if len(dims) not in (1, 3) or not all(isinstance(d, int) and d >= 1 for d in dims):
@@ -175,6 +190,7 @@ def register_dataset(
         check_bool("augment", augment),
         title if title is not None else name,
         _flips(asymmetric_map, num_classes),
+        version,
     )
     if name in _INFOS and not replace:
         old = _LOADERS[name]
@@ -189,6 +205,7 @@ def register_dataset(
             )
     _INFOS[name] = info
     _LOADERS[name] = loader
+    FINGERPRINTS.pop(name, None)
     return info
 
 
