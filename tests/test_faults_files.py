@@ -170,7 +170,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     with pytest.raises(book.NotebookFailed) as caught:
         cli_figures.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
     message = one_line(str(caught.value))
-    assert "07_lesson failed: ValueError: cell 3 broke;" in message
+    assert "07_lesson failed: cell 3: ValueError: cell 3 broke;" in message
     assert f"the last good run {out / '07_lesson.ipynb'} is kept" in message
     assert "run it again with: palviz figures --profile smoke --only 07" in message
     # nothing a reader sees changed: page, copy, thumbnail, figure, table and claims

@@ -374,6 +374,7 @@ def test_sliders_displays_an_interactive_that_redraws_the_figure(monkeypatch):
 
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.setenv("PALVIZ_WIDGETS", "1")  # as in a kernel JupyterLab started
     # returns None, so a cell ending with the call does not show the controls twice
     assert plots.sliders(draw, num_classes=(10, 2, 30, "k"), scale=(1.0, 0.5, 4.0, 0.5)) is None
     assert len(shown) == 1 and isinstance(shown[0], widgets.interactive)
@@ -396,10 +397,25 @@ def test_sliders_show_a_note_where_no_kernel_can_move_them(monkeypatch):
     assert len(shown) == 1 and "palviz-widget-note" in shown[0].data
 
 
-def test_sliders_does_nothing_when_disabled():
+def test_sliders_does_nothing_when_disabled(monkeypatch):
+    monkeypatch.setenv("PALVIZ_WIDGETS", "1")
     assert plots.sliders(lambda k: None, enabled=False, k=(1, 0, 2)) is None
     with pytest.raises(ValueError, match="slider 'k'"):
         plots.sliders(lambda k: None, k=(1, 2))
+
+
+def test_a_value_and_a_list_of_choices_make_a_dropdown(monkeypatch):
+    widgets = pytest.importorskip("ipywidgets")
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    monkeypatch.setenv("PALVIZ_WIDGETS", "1")
+    drawn = []
+    choices = [("symmetric 0.4", ("symmetric", 0.4)), ("asymmetric 0.2", ("asymmetric", 0.2))]
+    plots.sliders(lambda noise: drawn.append(noise), noise=(("symmetric", 0.4), choices, "noise"))
+    menu = shown[0].children[0]
+    assert isinstance(menu, widgets.Dropdown) and menu.description == "noise"
+    menu.value = ("asymmetric", 0.2)
+    assert drawn == [("symmetric", 0.4), ("asymmetric", 0.2)]
 
 
 def test_a_notebook_started_in_a_profile_saves_its_figures_under_that_profile(

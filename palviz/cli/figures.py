@@ -57,49 +57,124 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 def kernel_environment(profile: str) -> dict[str, str]:
-    """The environment of a notebook kernel started by ``palviz figures``."""
+    """The environment of a notebook kernel started by ``palviz figures``: the profile, the
+    inline backend, no widgets (:func:`palviz.plots.widgets_shown`; the pages have no kernel
+    to move a slider) and the CPU pin (:func:`palviz.cpu.pin_environment`)."""
+    from palviz.cpu import pin_environment
+
     env = dict(os.environ)
     env["PALVIZ_PROFILE"] = profile
     env["MPLBACKEND"] = INLINE_BACKEND
-    # No ipywidgets in these kernels: the pages have no kernel to move a slider (they show a
-    # note instead), and a cell that displays a widget sometimes leaves nbclient waiting for
-    # a reply that never comes (seen with ipykernel 7 and nbclient 0.11).
     env["PALVIZ_WIDGETS"] = "0"
     env.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
-    return env
+    return pin_environment(env)
 
 
-def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 3600) -> float:
+#: The longest a cell of each profile may run before its notebook fails, in seconds. The runs
+#: are trained before the notebooks start (:func:`train_missing`), so a cell only reads them;
+#: ``$PALVIZ_CELL_TIMEOUT`` (seconds) sets another limit.
+CELL_TIMEOUTS = {"smoke": 300, "quick": 600, "full": 1200, "paper": 3600}
+
+#: How long, after its kernel said it is idle, a cell's reply may take to arrive (seconds;
+#: ``$PALVIZ_REPLY_GRACE`` sets another). Past it the reply is taken as lost (seen with
+#: ipykernel 7 and nbclient 0.11 after a widget was displayed: both sides idle, the client
+#: waiting for ever) and the notebook runs again once, in a fresh kernel.
+REPLY_GRACE = 60
+
+
+def cell_timeout(profile: str) -> int:
+    """The cell limit of ``profile`` (:data:`CELL_TIMEOUTS`, or ``$PALVIZ_CELL_TIMEOUT``)."""
+    value = os.environ.get("PALVIZ_CELL_TIMEOUT", "")
+    if not value:
+        return CELL_TIMEOUTS[profile]
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(
+            f"$PALVIZ_CELL_TIMEOUT must be a whole number of seconds >= 1, got {value!r}"
+        )
+    return int(value)
+
+
+class ReplyLost(RuntimeError):
+    """A cell's kernel went idle, but its reply did not come within :data:`REPLY_GRACE`."""
+
+
+def _client_class():
+    """nbclient's ``NotebookClient`` with a watch on each cell's reply: once the kernel has said
+    that it is idle (the cell's outputs are all in), its reply must follow within the grace
+    period, else :class:`ReplyLost` (nbclient alone would wait out the whole cell limit)."""
+    import asyncio
+
+    from nbclient import NotebookClient
+
+    class WatchedClient(NotebookClient):
+        async def _async_poll_for_reply(self, msg_id, cell, timeout, outputs, alive):
+            reply = asyncio.ensure_future(
+                super()._async_poll_for_reply(msg_id, cell, timeout, outputs, alive)
+            )
+            await asyncio.wait({reply, outputs}, return_when=asyncio.FIRST_COMPLETED)
+            if not reply.done():  # idle: the reply is due now
+                grace = float(os.environ.get("PALVIZ_REPLY_GRACE", REPLY_GRACE))
+                await asyncio.wait({reply}, timeout=grace)
+                if not reply.done():
+                    reply.cancel()
+                    alive.cancel()
+                    raise ReplyLost(
+                        f"the kernel went idle but its reply did not come within {grace:g} s"
+                    )
+            return reply.result()
+
+    return WatchedClient
+
+
+def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | None = None) -> float:
     """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``, in its folder as
     JupyterLab would; returns the seconds it took.
 
-    Only a notebook that runs to the end changes what a reader sees: the files it writes into
+    A cell may run ``timeout`` seconds (default :func:`cell_timeout`); a cell whose reply is
+    lost (:class:`ReplyLost`) runs the notebook again once, in a fresh kernel. Only a notebook
+    that runs to the end changes what a reader sees: the files it writes into
     ``figures/`` (figures, results tables, its rows of ``claims.csv``, under whatever profile
     it runs) go to a staging folder meanwhile and move into place afterwards, each file
     atomically (:func:`palviz.files.publish`), then its executed copy is written to
     ``out_dir`` (:func:`palviz.book.write_copy`), which the book is built from. A notebook
     that fails leaves the last good copy and figures as they were: the failed run's notebook
     and a record for the book are written beside them (:func:`palviz.book.write_failure`) and
-    :class:`palviz.book.NotebookFailed` is raised, naming the error and the command that
-    runs it again. An interrupt (Ctrl-C) writes nothing."""
+    :class:`palviz.book.NotebookFailed` is raised, naming the cell, the error and the command
+    that runs it again. An interrupt (Ctrl-C) writes nothing."""
+    timeout = cell_timeout(profile) if timeout is None else timeout
+    start = time.perf_counter()
+    for attempt in (1, 2):
+        try:
+            _execute_once(path, profile, out_dir, timeout)
+            break
+        except ReplyLost as lost:
+            if attempt == 2:
+                raise lost.__cause__ from None
+            print(f"{path.stem}: {lost}; running it again in a fresh kernel", file=sys.stderr)
+    return time.perf_counter() - start
+
+
+def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None:
+    """One try of :func:`execute_notebook`; a lost reply is a :class:`ReplyLost` whose cause
+    is the :class:`palviz.book.NotebookFailed` (the failure already recorded)."""
     import nbformat
-    from nbclient import NotebookClient
 
     from palviz import book
 
     nb = nbformat.read(path, as_version=4)
-    start = time.perf_counter()
+    where = {"cell": None}
     with figure_stage(path.stem) as stage:
         # What the kernel prints of its staging folder is shown as the folder it stands for.
         shown = (str(stage), str(figures_base()))
         try:
             with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
-                client = NotebookClient(
+                client = _client_class()(
                     nb,
                     config=kernel_config(Path(sockets)),
                     timeout=timeout,
                     kernel_name="python3",
                     resources={"metadata": {"path": path.parent}},
+                    on_cell_execute=lambda cell_index, **_: where.update(cell=cell_index),
                 )
                 client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
             replace_in_outputs(nb, *shown)
@@ -108,10 +183,14 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int = 360
         except Exception as err:
             replace_in_outputs(nb, *shown)
             error = book.error_line(err, replace=shown)
+            if where["cell"] is not None:
+                error = f"cell {where['cell'] + 1}: {error}"
             failure = book.write_failure(nb, out_dir, path.stem, error, profile)
-            raise book.NotebookFailed(path.stem, failure, out_dir) from err
+            failed = book.NotebookFailed(path.stem, failure, out_dir)
+            if isinstance(err, ReplyLost):
+                raise err from failed
+            raise failed from err
     book.clear_failure(out_dir, path.stem)
-    return time.perf_counter() - start
 
 
 def _merge_claims(profile: str):
@@ -302,6 +381,8 @@ def timings_record(
 
     import torch
 
+    from palviz.cpu import pin_state
+
     trained = getattr(training, "trained", None)
     planned = getattr(training, "planned", None)
     return {
@@ -319,6 +400,7 @@ def timings_record(
         "device": device_name(),
         "only": sorted(n.zfill(2) for n in only) if only else None,
         "matmul_gflops": [round(r, 1) for r in matmul] if matmul else None,
+        "cpu": pin_state(),
     }
 
 
@@ -399,6 +481,9 @@ def cmd_figures(args: argparse.Namespace) -> int:
     matmul = (rate_before, matmul_rate())
     record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
     write_json(figures_dir(args.profile) / "timings.json", record)
+    from palviz.experiments.report import write_runs
+
+    write_runs(planned_runs(selected, args.profile), args.profile)  # run by run
     index = build_book(out_dir, args.profile)  # after the record: the syllabus shows its times
     print(f"executed notebooks in {out_dir}")
     print(f"the course book: {index.as_uri()}")

@@ -110,6 +110,7 @@ __all__ = [
     "STYLE",
     "umap_embedding",
     "WIDGET_NOTE",
+    "widgets_shown",
 ]
 
 _NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
@@ -120,7 +121,8 @@ _current_profile: str | None = None
 def setup_notebook(notebook: str, profile: str | None = None) -> str:
     """Start a notebook: remember its name and profile for :func:`savefig` (a notebook run with
     ``PROFILE = "paper"`` writes into the paper profile's figures), set the figure style,
-    point numba's cache at ``.cache/numba`` and print profile, versions and device.
+    point numba's cache at ``.cache/numba`` and print profile, versions and device, and where
+    its numbers hold (:func:`palviz.cpu.exactness`).
 
     ``notebook`` is the file name without extension, e.g. ``"01_simplex_prototypes"``.
     Returns the resolved profile (``profile``, else ``$PALVIZ_PROFILE``, else ``"quick"``).
@@ -135,11 +137,13 @@ def setup_notebook(notebook: str, profile: str | None = None) -> str:
     import torch
 
     import palviz
+    from palviz.cpu import exactness
 
     device = "cuda (" + torch.cuda.get_device_name(0) + ")" if torch.cuda.is_available() else "cpu"
     print(
         f"{notebook} | profile: {profile} | palviz {palviz.__version__} | torch {torch.__version__}"
-        f" | python {platform.python_version()} | device: {device}"
+        f" | python {platform.python_version()} | device: {device}\n"
+        f"{exactness('cpu' if device == 'cpu' else 'cuda')} (docs/results.md)"
     )
     return profile
 
@@ -220,17 +224,22 @@ def save_markdown(
 def _slider(name: str, spec: Any):
     """An ipywidgets control from ``spec``: a widget is used as it is; a tuple
     ``(value, min, max[, step][, description])`` becomes an ``IntSlider`` when value, min and
-    max are integers, else a ``FloatSlider``; the description defaults to ``name``."""
+    max are integers, else a ``FloatSlider``; ``(value, choices[, description])``, ``choices``
+    a list of values or of ``(label, value)`` pairs, a ``Dropdown``. The description
+    defaults to ``name``."""
     import ipywidgets as widgets
 
     if isinstance(spec, widgets.Widget):
         return spec
     parts = list(spec)
     description = parts.pop() if parts and isinstance(parts[-1], str) else name
+    if len(parts) == 2 and isinstance(parts[1], list):
+        value, choices = parts
+        return widgets.Dropdown(options=choices, value=value, description=description)
     if len(parts) not in (3, 4):
         raise ValueError(
-            f"slider {name!r} must be a widget or (value, min, max[, step][, description]), "
-            f"got {spec!r}"
+            f"slider {name!r} must be a widget, (value, min, max[, step][, description]) or "
+            f"(value, [choices][, description]), got {spec!r}"
         )
     value, low, high, *step = parts
     integer = all(isinstance(v, int) for v in (value, low, high, *step))
@@ -241,7 +250,8 @@ def _slider(name: str, spec: Any):
     )
 
 
-#: What stands in for the sliders where no kernel can move them (the course pages).
+#: What stands in for the sliders where no kernel can move them (the course pages, a kernel
+#: that a program runs).
 WIDGET_NOTE = (
     '<div class="palviz-widget-note"><em>Interactive controls (sliders) appear here when the '
     "notebook runs in JupyterLab (<code>make lab</code>); this page shows the figure for the "
@@ -249,21 +259,33 @@ WIDGET_NOTE = (
 )
 
 
-def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) -> None:
-    """Show ipywidgets controls that redraw ``draw(**values)`` whenever one moves.
+def widgets_shown() -> bool:
+    """Whether :func:`sliders` shows its controls in this kernel: ``$PALVIZ_WIDGETS`` ``"1"``
+    shows them, ``"0"`` never; unset, only in a kernel a person drives: one that JupyterLab
+    (or another Jupyter Server front end, which sets ``$JPY_SESSION_NAME``) or VS Code
+    (``$VSCODE_PID``) started. A kernel that a program runs (``palviz figures``, papermill,
+    nbmake) shows the note instead: no one can move a slider there, and a displayed widget
+    can leave the program waiting for a reply that never comes."""
+    chosen = os.environ.get("PALVIZ_WIDGETS")
+    if chosen in ("0", "1"):
+        return chosen == "1"
+    return bool(os.environ.get("JPY_SESSION_NAME") or os.environ.get("VSCODE_PID"))
 
-    ``controls`` maps each keyword argument of ``draw`` to a widget or a tuple
-    ``(value, min, max[, step][, description])``, e.g.
-    ``sliders(draw, num_classes=(10, 2, 30, "k"), dim=(16, 2, 40, "d"))``. ``draw`` makes a
-    figure (returning it or leaving it current); it is shown with ``plt.show`` and closed.
-    Nothing is shown when not ``enabled`` (e.g. in the ``smoke`` profile) or without
-    ipywidgets. With ``PALVIZ_WIDGETS=0`` (set by ``palviz figures`` for the kernels that make
-    the course pages, which have no kernel to move a slider) it shows :data:`WIDGET_NOTE`
-    instead. Returns ``None``: a cell that ends with the call must not show the controls a
-    second time as its value."""
+
+def sliders(draw: Callable[..., Any], *, enabled: bool = True, **controls: Any) -> None:
+    """Show ipywidgets controls that redraw ``draw(**values)`` whenever one moves: the one
+    way a lesson shows a widget.
+
+    ``controls`` maps each keyword argument of ``draw`` to a widget or a tuple (see
+    :func:`_slider`), e.g. ``sliders(draw, num_classes=(10, 2, 30, "k"), dim=(16, 2, 40, "d"))``.
+    ``draw`` makes a figure (returning it or leaving it current); it is shown with ``plt.show``
+    and closed. Nothing is shown when not ``enabled`` (e.g. in the ``smoke`` profile) or
+    without ipywidgets; :data:`WIDGET_NOTE` stands in for the controls where
+    :func:`widgets_shown` says no. Returns ``None``: a cell that ends with the call must not
+    show the controls a second time as its value."""
     if not enabled:
         return None
-    if os.environ.get("PALVIZ_WIDGETS") == "0":
+    if not widgets_shown():
         from IPython.display import HTML, display
 
         display(HTML(WIDGET_NOTE))
