@@ -35,10 +35,10 @@ def test_prepare_data_records_which_training_samples_the_run_trains_on():
 
 def test_the_held_out_split_is_balanced_seeded_and_unused_by_the_run():
     spec = _spec(train_size=600)
+    assert spec.held_out > 0  # the profile's
     prepared = ex.prepare_data(spec)
     x_val, y_val = ex.held_out_split(spec, prepared)
-    counts = np.bincount(y_val.numpy())
-    assert len(set(counts[counts > 0])) == 1 and counts.sum() > 0  # the same m per class
+    assert np.bincount(y_val.numpy()).tolist() == [spec.held_out] * 10  # every class, the head too
     x, _ = pdata.load_dataset(spec.dataset, "train")
     trained = {tuple(row) for row in x[prepared["train_index"]].numpy().round(6)}
     assert not {tuple(row) for row in x_val.numpy().round(6)} & trained
@@ -46,6 +46,31 @@ def test_the_held_out_split_is_balanced_seeded_and_unused_by_the_run():
     assert np.array_equal(again[1].numpy(), y_val.numpy())
     other = ex.held_out_split(spec.replace(seed=1))
     assert not np.array_equal(other[0].numpy(), x_val.numpy())
+
+
+def test_the_held_out_split_has_every_class_when_class_0_is_not_the_largest(monkeypatch):
+    from palviz.data import registry
+
+    for name in ("_INFOS", "_LOADERS", "FINGERPRINTS"):
+        monkeypatch.setattr(registry, name, dict(getattr(registry, name)))
+    sizes = {"train": [40, 90, 25, 60], "test": [10, 10, 10, 10]}
+
+    def skewed(split, root=None, download=False):  # class 1 the largest, class 2 the smallest
+        y = np.repeat(np.arange(4), sizes[split])
+        return np.random.default_rng(len(y)).normal(size=(len(y), 40)).astype(np.float32), y
+
+    pdata.register_dataset("skewed", skewed, num_classes=4, shape=(40,))
+    spec = ex.RunSpec(dataset="skewed", arch="cnn1d", loss="ce", imbalance_ratio=5.0, held_out=10)
+    prepared = ex.prepare_data(spec)
+    assert np.bincount(ex.held_out_split(spec, prepared)[1].numpy()).tolist() == [10] * 4
+    # the cut from n_max = 25 - 10, the smallest class's count after the set-aside
+    assert prepared["train_counts"] == [int(15 * 5 ** (-i / 3)) for i in range(4)]
+    with pytest.raises(
+        ValueError, match=r"^RunSpec.held_out must be fewer than the 25 samples of class 2"
+    ):
+        ex.prepare_data(spec.replace(held_out=25))
+    with pytest.raises(ValueError, match=r"RunSpec.held_out = 0\), so it has no held-out split"):
+        ex.held_out_split(spec.replace(held_out=0))
 
 
 def _mean_class_acc(z, y, k):
@@ -109,7 +134,7 @@ def test_a_run_without_its_checkpoint_is_listed_not_re_balanced(runs):
 def test_anchored_and_cosine_runs_are_not_re_balanced(runs):
     pal = ex.run(
         ex.lt_spec("CE", pal=True, imbalance_ratio=10, profile="smoke", epochs=1).replace(
-            train_size=300
+            train_size=1000
         )
     )
     assert ex.post_hoc_frame([pal]).empty

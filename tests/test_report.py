@@ -4,16 +4,19 @@ trained."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from palviz import cli
 from palviz.cli import figures as cli_figures
+from palviz.cpu import pin_label
 from palviz.experiments import report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -392,9 +395,12 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     _fake_figures(monkeypatch, tmp_path, cli_figures.TrainingTime(12.34, 3, 10), run)
     assert cli.main(["figures", "--profile", "smoke", "--only", "6", "00", "--jobs", "1"]) == 0
     folder = tmp_path / "figures" / "smoke"
-    assert sorted(p.name for p in folder.iterdir()) == ["timings.json"]  # no temp file left
+    # no temp file left; runs.csv lists the planned runs that are cached (none here)
+    assert sorted(p.name for p in folder.iterdir()) == ["runs.csv", "timings.json"]
     record = json.loads((folder / "timings.json").read_text())
-    assert set(record) == set(report.TIMING_KEYS) | {"matmul_gflops"}
+    assert set(record) == set(report.TIMING_KEYS) | {"matmul_gflops", "cpu"}
+    assert record["cpu"]["pin"] == pin_label() and record["cpu"]["numpy"] == np.__version__
+    assert f"CPU: {record['cpu']['cpu_model']}" in report.render_timings(record)
     before, after = record["matmul_gflops"]  # measured around the run, one thread
     assert before > 0 and after > 0
     assert f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it" in (
@@ -454,3 +460,39 @@ def test_matmul_rate_is_one_thread_and_restores_the_thread_count():
     threads = torch.get_num_threads()
     rate = matmul_rate(n=128, repeats=3)
     assert 0 < rate < 1e5 and torch.get_num_threads() == threads  # GFLOP/s of one core
+
+
+def test_runs_csv_holds_every_digit_and_compare_names_the_run_that_moved(tmp_path, monkeypatch):
+    from palviz import experiments as ex
+
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
+    spec = ex.lt_spec("CE", imbalance_ratio=10, profile="smoke", epochs=1).replace(train_size=200)
+    result = ex.run(spec)
+    other = spec.replace(seed=1)  # planned, not trained: no row
+    rows = [{"spec": spec, "notebooks": ["06", "08"]}, {"spec": other, "notebooks": ["06"]}]
+    path = report.write_runs(rows, "smoke")
+    (row,) = list(csv.DictReader(path.open()))
+    assert row["key"] == spec.key() and row["notebooks"] == "06 08" and row["seed"] == "0"
+    assert float(row["last_acc"]) == result.metrics["last_acc"]  # repr: every digit back
+    per_class, values = row["per_class_acc"].split(), result.metrics["per_class_acc"]
+    assert len(per_class) == len(values)
+    assert all(float(a) == b for a, b in zip(per_class, values, strict=True) if b is not None)
+    assert row["pin"] == result.metrics["cpu"]["pin"] == pin_label()
+
+    fresh, kept = tmp_path / "figures" / "smoke", tmp_path / "kept"
+    kept.mkdir()
+    for name in ("runs.csv", "claims.csv"):
+        (fresh / "claims.csv").write_text("claim\n")
+        (kept / name).write_bytes((fresh / name).read_bytes())
+    equal, text = report.compare_runs(fresh, kept)
+    assert equal and "1 of 1 committed runs equal to every digit" in text
+    moved = (kept / "runs.csv").read_text().replace(row["last_acc"], "0.123456789")
+    (kept / "runs.csv").write_text(moved)
+    machine = {"cpu_model": "Other CPU", "pin": "avx2", "aten_level": "AVX2"}
+    (kept / "timings.json").write_text(json.dumps({"cpu": {**machine, "torch": "0", "numpy": "0"}}))
+    equal, text = report.compare_runs(fresh, kept)
+    assert not equal
+    assert f"run {spec.key()} (CE, mnist1d, rho 10.0, seed 0): last_acc {row['last_acc']}" in text
+    assert "(committed 0.123456789)" in text and "0 of 1 committed runs" in text
+    assert "the machines differ: cpu_model None (committed Other CPU)" in text

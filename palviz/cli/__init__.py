@@ -10,7 +10,7 @@
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
-    palviz report [--profile quick] [--check]
+    palviz report [--profile quick] [--check | --compare]
 
 A command with ``--profile`` reads ``$PALVIZ_PROFILE`` when it is not given (else ``quick``);
 an unknown profile, from either, stops it before any work (:func:`parse_args`).
@@ -32,10 +32,12 @@ every missing run of a plan through a local pool, submitit (Slurm) or Dask (see
 docs/cluster.md).
 
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
-seconds per notebook, the machine). ``report`` copies the profile's result files
-(``claims.csv``, ``timings.json``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
+seconds per notebook, the machine, its CPU pin) and ``runs.csv`` (each run's key and
+accuracies, every digit). ``report`` copies the profile's result files (``claims.csv``,
+``timings.json``, ``runs.csv``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
 rewrites the measured block of that profile in docs/results.md from them
-(:mod:`palviz.experiments.report`); ``report --check`` only compares.
+(:mod:`palviz.experiments.report`); ``report --check`` only compares the block, ``report
+--compare`` the last run's result files with the committed ones, run by run.
 
 Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
 processes and notebook kernels are ended, one line says how many of the runs asked for are
@@ -229,6 +231,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from palviz.experiments import report
 
     try:
+        if args.compare:
+            equal, text = report.compare_runs(
+                figures_dir(args.profile), report.results_dir(args.profile)
+            )
+            print(text, end="")
+            print(f"{args.profile}: results {'unchanged' if equal else 'CHANGED'}")
+            return 0 if equal else 1
         if args.check:
             diff = report.check_page(args.profile)
             if diff:
@@ -373,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write docs/results.md's measured results from result files")
     add_profile_option(p)
     p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="write nothing; compare the result files of the last `palviz figures` run with "
+        "docs/results/<profile>/, run by run (runs.csv) and byte for byte (claims, tables)",
+    )
     p.set_defaults(func=cmd_report)
     return parser
 

@@ -169,21 +169,21 @@ def paper_steps_for(where: Mapping[str, Any]) -> int | None:
 def training_size(spec: RunSpec) -> int:
     """The number of training samples ``spec`` trains on, computed the way
     :func:`palviz.experiments.runcache.prepare_data` subsets the split (stratified ``train_size``
-    subset,
-    then the long-tailed counts): loads the training labels of ``spec.dataset``."""
+    subset, ``held_out`` samples of every class set aside, then the long-tailed counts):
+    loads the training labels of ``spec.dataset``."""
     if not isinstance(spec, RunSpec):
         raise invalid("spec", spec, "a RunSpec")
     _, y = pdata.load_dataset(spec.dataset, "train")
     y = np.asarray(y)
     if spec.train_size is not None:
         y = y[pdata.stratified_subset(y, spec.train_size, spec.seed)]
+    per_class = np.bincount(y) - spec.held_out
     if spec.imbalance_ratio > 1:
-        per_class = np.bincount(y)
         counts = pdata.long_tail_counts(
             int(per_class.min()), len(per_class), spec.imbalance_ratio, spec.lt_shape
         )
         return int(sum(counts))
-    return len(y)
+    return int(per_class.sum())
 
 
 def _result_train_size(result: Any) -> int | None:

@@ -38,6 +38,16 @@ DEPARTURES: tuple[Departure, ...] = (
         "1",
     ),
     Departure(
+        "Held-out split",
+        "LDAM-DRW `imbalance_cifar.py` cuts the long tail from all 5,000 (500) training images "
+        "of each class; Kang et al. and Menon et al. choose tau on a validation split",
+        "every long-tailed run first sets aside the profile's `held_out` images of every class "
+        "(20 in `paper`, so the head class keeps 4,980 of CIFAR-10's 5,000 and 480 of "
+        "CIFAR-100's 500), then cuts the tail from the rest: a balanced split, head class "
+        "included, never trained on, where lesson 06 chooses the post-hoc tau",
+        "1",
+    ),
+    Departure(
         "LDAM",
         "LDAM-DRW `losses.py` builds CUDA-only tensors",
         "the margins follow the logits' device (no effect on results)",

@@ -5,8 +5,9 @@ For a run with a learnable linear head (CE), its checkpoint is read back and eva
 trainer evaluates, on two splits:
 
 - a **held-out** split (:func:`held_out_split`): training samples of the dataset that the
-  run's long-tailed cut leaves unused, the same number of each class (balanced), where
-  :math:`\tau` is chosen (:func:`palviz.calibration.choose_tau`, mean per-class accuracy);
+  run set aside before its long-tailed cut, the same number of every class, the head class
+  included (``RunSpec.held_out``), where :math:`\tau` is chosen
+  (:func:`palviz.calibration.choose_tau`, mean per-class accuracy);
 - the run's **test** split, where the chosen :math:`\tau` is reported, per shot group.
 
 Two re-balancings (:mod:`palviz.calibration`): logit adjustment (Menon et al., ICLR 2021),
@@ -26,7 +27,6 @@ import pandas as pd
 import torch
 
 from palviz import calibration
-from palviz import data as pdata
 from palviz import metrics as pmetrics
 from palviz.evaluation import evaluate
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
@@ -42,28 +42,18 @@ POST_HOC = {
 def held_out_split(
     spec: RunSpec, prepared: dict | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A balanced split of the training samples ``spec``'s run does not train on: of each
-    class, ``m`` samples drawn (seeded by ``spec.seed``) from those its long-tailed cut leaves
-    unused, ``m`` the fewest any class has to spare. A class with none to spare (the head
-    class of CIFAR-LT keeps all its images) is left out; with fewer than two classes left, a
-    ``ValueError`` says which classes have none. ``prepared``: :func:`prepare_data`'s output."""
-    prepared = prepare_data(spec) if prepared is None else prepared
-    x, y = pdata.load_dataset(spec.dataset, "train")
-    unused = np.setdiff1d(np.arange(len(y)), prepared["train_index"])
-    labels = np.asarray(y)[unused]
-    k = prepared["info"].num_classes
-    spare = np.bincount(labels, minlength=k)
-    if np.count_nonzero(spare) < 2:
+    """The balanced split that ``spec``'s run set aside before its long-tailed cut
+    (``RunSpec.held_out`` samples of every class, the head class included; clean labels),
+    where post-hoc parameters are chosen. A run that set none aside is a ``ValueError``.
+    ``prepared``: :func:`prepare_data`'s output."""
+    if spec.held_out == 0:
         raise ValueError(
-            f"run {spec.label or spec.key()}: the long-tailed cut leaves no training sample "
-            f"unused in classes {np.flatnonzero(spare == 0).tolist()}; a held-out split needs "
-            "at least two classes"
+            f"run {spec.label or spec.key()} set no training sample aside (RunSpec.held_out "
+            "= 0), so it has no held-out split; the long-tailed recipes set one "
+            "(palviz.experiments.recipes.lt_spec, the profile's held_out)"
         )
-    m = int(spare[spare > 0].min())
-    rng = np.random.default_rng([spec.seed, 11])
-    keep = [rng.choice(unused[labels == c], size=m, replace=False) for c in range(k) if spare[c]]
-    keep = np.sort(np.concatenate(keep))
-    return x[keep], y[keep]
+    prepared = prepare_data(spec) if prepared is None else prepared
+    return prepared["held_out"]
 
 
 def _load_model(result: RunResult, num_classes: int) -> torch.nn.Module:

@@ -84,7 +84,9 @@ _LT_SMALL_TRAIN = {
 #: the notebooks train by default (their ``DATASETS`` parameter chooses others); ``train`` is
 #: the schedule of every dataset: ``shape="ldam-drw"`` is LDAM-DRW's shape scaled to
 #: ``epochs`` (see :func:`palviz.experiments.recipes.expand_schedule`), the other keys are
-#: TrainConfig fields. The network of each dataset is :data:`NETWORKS`'.
+#: TrainConfig fields. The network of each dataset is :data:`NETWORKS`'. ``held_out``: the
+#: training samples of every class each run sets aside before its long-tailed cut
+#: (``RunSpec.held_out``), where lesson 06 chooses its post-hoc tau.
 #:
 #: ``quick``: MNIST-1D-LT at rho = 100, the 1-D CNN, 90 epochs: far fewer SGD steps than the
 #: paper's CIFAR-10-LT run (lesson 06 prints both, from :mod:`palviz.experiments.budget`).
@@ -110,6 +112,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "orientations": (),
         "weight_decays": (2e-4, 2.4e-3),
         "train_size": None,
+        "held_out": 5,
         "train": {**_LT_SMALL_TRAIN, "epochs": 2},
     },
     "quick": {
@@ -121,6 +124,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "orientations": ("axis",),
         "weight_decays": (2e-4, 2.4e-3, 2e-2),
         "train_size": None,
+        "held_out": 50,
         "train": _LT_SMALL_TRAIN,
     },
     "full": {
@@ -133,6 +137,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "weight_decays": (2e-4, 2.4e-3, 2e-2),
         "replication": _REPLICATION,
         "train_size": None,
+        "held_out": 50,
         "train": _LT_SMALL_TRAIN,
     },
     "paper": {
@@ -144,6 +149,7 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
         "orientations": (),
         "weight_decays": (0.0, 2e-4, 5e-4, 2e-3, 5e-3),
         "train_size": None,
+        "held_out": 20,
         "train": {
             "shape": "ldam-drw",
             "epochs": 200,

@@ -235,6 +235,7 @@ def lt_spec(
         head_kw=recipe["head_kw"],
         imbalance_ratio=float(imbalance_ratio),
         train_size=setup.get("train_size"),
+        held_out=setup["held_out"],
         seed=seed,
         train=config,
         label=recipe["label"],

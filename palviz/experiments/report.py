@@ -31,6 +31,21 @@ from palviz.files import PROFILES, atomic_write, figures_dir, project_root
 
 CLAIMS = "claims.csv"
 TIMINGS = "timings.json"
+#: One row per run the notebooks ask for (:func:`write_runs`).
+RUNS = "runs.csv"
+RUN_COLUMNS = (
+    "key",
+    "notebooks",
+    "label",
+    "dataset",
+    "imbalance_ratio",
+    "noise_kind",
+    "noise_rate",
+    "seed",
+    "pin",
+    "last_acc",
+    "per_class_acc",
+)
 RESULTS_GLOB = "[0-9][0-9]_*_results.md"
 #: The page that holds the measured blocks, relative to the project root.
 PAGE = "docs/results.md"
@@ -89,10 +104,10 @@ def _figures_text(profile: str) -> str:
 
 
 def result_files(folder: str | os.PathLike) -> list[Path]:
-    """The result files in ``folder``: ``claims.csv``, ``timings.json`` and every
+    """The result files in ``folder``: ``claims.csv``, ``timings.json``, ``runs.csv`` and every
     ``NN_*_results.md``, those that exist, in that order (the tables by name)."""
     folder = Path(folder)
-    named = [folder / CLAIMS, folder / TIMINGS]
+    named = [folder / CLAIMS, folder / TIMINGS, folder / RUNS]
     return [p for p in named if p.is_file()] + sorted(
         p for p in folder.glob(RESULTS_GLOB) if p.is_file()
     )
@@ -125,6 +140,100 @@ def collect_results(
             shutil.copyfileobj(src, handle)
         copies.append(target / path.name)
     return copies
+
+
+# ------------------------------------------------------------------------------- run by run
+
+
+def write_runs(rows: list[dict], profile: str) -> Path:
+    """Write ``runs.csv`` into ``figures_dir(profile)``: one row per planned run ``rows``
+    (:func:`palviz.cli.sweep.planned_runs`) that is cached, :data:`RUN_COLUMNS`: its cache
+    key, the notebooks that ask for it, what identifies it, the CPU pin it trained under and
+    its final test accuracy and per-class accuracies as ``repr`` of the floats (every digit),
+    so that two runs of a profile compare run by run (:func:`compare_runs`)."""
+    import csv
+    import io
+
+    from palviz.experiments.runcache import read_cached
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(RUN_COLUMNS)
+    for row in sorted(rows, key=lambda r: r["spec"].key()):
+        spec, result = row["spec"], read_cached(row["spec"])
+        if result is None:
+            continue
+        metrics = result.metrics
+        accs = [repr(a) if a is not None else "nan" for a in metrics["per_class_acc"]]
+        noise = (spec.noise_kind, repr(spec.noise_rate)) if spec.noise_rate else ("", "0")
+        writer.writerow(
+            [spec.key(), " ".join(row["notebooks"]), spec.label, spec.dataset]
+            + [repr(spec.imbalance_ratio), *noise, spec.seed, metrics["cpu"]["pin"]]
+            + [repr(metrics["last_acc"]), " ".join(accs)]
+        )
+    path = figures_dir(profile) / RUNS
+    with atomic_write(path, "w") as handle:
+        handle.write(buffer.getvalue())
+    return path
+
+
+def _read_csv(path: Path) -> dict[str, dict[str, str]]:
+    import csv
+
+    with open(path, newline="") as handle:
+        return {row["key"]: row for row in csv.DictReader(handle)}
+
+
+def _machine(folder: Path) -> dict[str, Any]:
+    """The CPU, pin and versions a folder's ``timings.json`` records (``{}`` without one)."""
+    try:
+        return json.loads((folder / TIMINGS).read_text()).get("cpu") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def compare_runs(new: str | os.PathLike, old: str | os.PathLike) -> tuple[bool, str]:
+    """Compare the result files of folder ``new`` (a fresh run) with those of ``old`` (the
+    committed ``docs/results/<profile>/``): ``runs.csv`` run by run (a run missing, added, or
+    whose final or per-class accuracies differ in any digit), then ``claims.csv`` and every
+    ``NN_*_results.md`` byte for byte. Returns ``(equal, report)``; the report names each run
+    that moved and, where the machines' records differ, the CPU, pin, torch and NumPy of both
+    (exactness holds only between runs pinned alike on x86-64, CPU, same torch and MKL)."""
+    new, old = Path(new), Path(old)
+    lines, equal = [], True
+    if not (new / RUNS).is_file() or not (old / RUNS).is_file():
+        return False, f"no {RUNS} in {new if not (new / RUNS).is_file() else old}\n"
+    fresh, kept = _read_csv(new / RUNS), _read_csv(old / RUNS)
+    for key in sorted(kept.keys() - fresh.keys()):
+        lines.append(f"run {key} ({kept[key]['label']}) is committed but was not planned now")
+    for key in sorted(fresh.keys() - kept.keys()):
+        lines.append(f"run {key} ({fresh[key]['label']}) is new (its spec or key changed)")
+    moved = 0
+    for key in sorted(fresh.keys() & kept.keys()):
+        a, b = fresh[key], kept[key]
+        if (a["last_acc"], a["per_class_acc"]) != (b["last_acc"], b["per_class_acc"]):
+            moved += 1
+            who = f"{b['label']}, {b['dataset']}, rho {b['imbalance_ratio']}"
+            who += f", noise {b['noise_kind']} {b['noise_rate']}" if b["noise_kind"] else ""
+            lines.append(
+                f"run {key} ({who}, seed {b['seed']}): last_acc {a['last_acc']} "
+                f"(committed {b['last_acc']})"
+            )
+    equal = not lines
+    shared = len(fresh.keys() & kept.keys())
+    lines.append(f"{RUNS}: {shared - moved} of {len(kept)} committed runs equal to every digit")
+    for name in [CLAIMS, *sorted(p.name for p in old.glob(RESULTS_GLOB))]:
+        same = (new / name).is_file() and (new / name).read_bytes() == (old / name).read_bytes()
+        equal &= same
+        lines.append(f"{name}: {'equal' if same else 'DIFFERS'}")
+    here, there = _machine(new), _machine(old)
+    fields = ("cpu_model", "pin", "aten_level", "torch", "numpy")
+    if any(here.get(f) != there.get(f) for f in fields):
+        lines.append(
+            "the machines differ: "
+            + "; ".join(f"{f} {here.get(f)} (committed {there.get(f)})" for f in fields)
+        )
+    return equal, "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------- rendering
@@ -205,6 +314,15 @@ def render_timings(record: dict[str, Any]) -> str:
         text += (
             f" The machine's one-thread float32 matmul rate (`palviz.threads.matmul_rate`): "
             f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it."
+        )
+    cpu = record.get("cpu")  # older records have none
+    if cpu:
+        pinned = (
+            "pinned to AVX2 (`palviz.cpu`)" if cpu["pin"] == "avx2" else f"unpinned ({cpu['pin']})"
+        )
+        text += (
+            f" CPU: {cpu['cpu_model']} ({cpu['machine']}), its kernels {pinned}; "
+            f"NumPy {cpu['numpy']}."
         )
     if notebooks:
         each = ", ".join(f"`{name}` {float(s):.1f} s" for name, s in notebooks.items())

@@ -49,6 +49,7 @@ from palviz.checks import (
     check_real,
     invalid,
 )
+from palviz.cpu import pin_label, pin_state
 from palviz.experiments.cachedir import (
     check_cache_writable,
     checkpoint_problem,
@@ -71,7 +72,7 @@ from palviz.threads import single_thread
 from palviz.train import TrainConfig, evaluate, fit, resolve_device
 
 #: Bump when the meaning or layout of cached results changes.
-CACHE_SCHEMA = 4  # 4: the history records neural collapse and ECE at every evaluation
+CACHE_SCHEMA = 5  # 5: the key holds the CPU pin and the data's fingerprint; held_out
 
 #: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
 #: most 200 test samples (each class present keeps at least one).
@@ -99,6 +100,10 @@ class RunSpec:
       (docs/reference.md 4), drawn with ``seed``.
     - ``train_size``: keep a stratified subset of this many training samples first (used by
       the ``smoke`` profile to stay within seconds); ``None`` keeps all.
+    - ``held_out``: set aside this many training samples of every class (seeded), before the
+      long-tailed cut, so that the cut is made from the rest: a balanced split, the head class
+      included, that the run never trains on (:func:`palviz.experiments.posthoc.held_out_split`
+      chooses post-hoc parameters there). 0 sets none aside.
     - ``toy``: ``None``, or the toy sizes ``{"epochs", "train", "test"}``: the run keeps its
       recipe but trains ``epochs`` epochs on a stratified subset of at most ``train`` samples
       (cut after the long tail, before the noise), tested on at most ``test``. Default:
@@ -123,6 +128,7 @@ class RunSpec:
     noise_rate: float = 0.0
     noise_kind: str = "symmetric"
     train_size: int | None = None
+    held_out: int = 0
     toy: dict | None = field(default_factory=toy_sizes)
     seed: int = 0
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -143,6 +149,7 @@ class RunSpec:
         if self.train_size is not None:
             _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
         _check_toy(self.toy)
+        _check_int_field("held_out", self.held_out, 0, "an integer >= 0")
         _check_int_field("seed", self.seed, 0, "an integer >= 0")
         if isinstance(self.train, dict):
             object.__setattr__(self, "train", _train_config(self.train))
@@ -176,12 +183,17 @@ class RunSpec:
     def key(self) -> str:
         """16 hex digits identifying the result: a hash of the spec (without ``label`` and
         ``train.progress``, which only change how it is shown), palviz's version, the
-        :data:`CACHE_SCHEMA` and, for a noisy spec, :data:`palviz.data.NOISE_REVISION`."""
+        :data:`CACHE_SCHEMA`, the dataset's content (:func:`palviz.data.dataset_fingerprint`:
+        a changed loader trains again), this process's CPU pin (:func:`palviz.cpu.pin_label`:
+        a run unpinned never stands in for a pinned one) and, for a noisy spec,
+        :data:`palviz.data.NOISE_REVISION`."""
         payload = self.to_dict()
         payload.pop("label")
         payload["train"].pop("progress")
         payload["_version"] = palviz.__version__
         payload["_schema"] = CACHE_SCHEMA
+        payload["_data"] = pdata.dataset_fingerprint(self.dataset)
+        payload["_cpu"] = pin_label()
         if self.noise_rate > 0:
             payload["_noise_revision"] = pdata.NOISE_REVISION
         text = json.dumps(payload, sort_keys=True, default=_jsonable)
@@ -344,26 +356,12 @@ class RunResult:
         return embedding, labels
 
 
-def _covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
-    """Sorted indices of a seeded subset of about ``size`` samples, class proportions kept,
-    at least one sample of every class present (a long tail's last class survives)."""
-    targets = np.asarray(targets)
-    if size >= len(targets):
-        return np.arange(len(targets))
-    rng = np.random.default_rng([seed, 7])
-    classes, sizes = np.unique(targets, return_counts=True)
-    take = np.minimum(sizes, np.maximum(1, np.floor(size * sizes / len(targets)).astype(int)))
-    keep = [
-        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
-        for c, n in zip(classes, take, strict=True)
-    ]
-    return np.sort(np.concatenate(keep))
-
-
 def prepare_data(spec: RunSpec) -> dict[str, Any]:
     """The training and test data a spec describes: the (optionally reduced, long-tailed,
-    noisy) training split and the whole test split, plus the class counts and
-    ``train_index``, which samples of the dataset's training split the run trains on."""
+    noisy) training split and the whole test split, plus the class counts,
+    ``train_index`` (which samples of the dataset's training split the run trains on) and
+    ``held_out``, the ``(x, y)`` set aside first (``spec.held_out`` per class, clean labels).
+    A ``held_out`` that leaves a class without a sample to train on is a ``ValueError``."""
     info = pdata.dataset_info(spec.dataset)
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
@@ -371,6 +369,12 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     if spec.train_size is not None:
         keep = pdata.stratified_subset(y.numpy(), spec.train_size, spec.seed)
         x, y, index = x[keep], y[keep], index[keep]
+    aside = pdata.held_out_indices(
+        np.asarray(y), spec.held_out, info.num_classes, spec.seed, "RunSpec.held_out"
+    )
+    held_out = (x[aside], y[aside])
+    rest = np.setdiff1d(np.arange(len(y)), aside)
+    x, y, index = x[rest], y[rest], index[rest]
     if spec.imbalance_ratio > 1:
         keep, _, _ = pdata.make_long_tailed(
             np.arange(len(y)), y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
@@ -380,9 +384,9 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
     if spec.toy is not None:
-        keep = _covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
+        keep = pdata.covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
         x, y, index = x[keep], y[keep], index[keep]
-        test_keep = _covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
+        test_keep = pdata.covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
         x_test, y_test = x_test[test_keep], y_test[test_keep]
     clean = np.asarray(y).copy()
     counts = np.bincount(clean, minlength=info.num_classes).tolist()
@@ -401,6 +405,7 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         "train": (x, y),
         "test": (x_test, y_test),
         "train_index": index,
+        "held_out": held_out,
         "train_counts": counts,
         "split_train_counts": split_counts,
         "clean_labels": clean,
@@ -548,6 +553,7 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         "attempts": {"count": 1 + len(record.resumed_from), "resumed_from": record.resumed_from},
         "torch": torch.__version__,
         "palviz": palviz.__version__,
+        "cpu": pin_state(),
     }
     if spec.noise_rate > 0:
         clean, noisy = prepared["clean_labels"], prepared["noisy_labels"]
