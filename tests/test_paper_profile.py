@@ -63,7 +63,9 @@ def test_paper_long_tailed_run_trains_resnet32_on_cifar_format_files(paper_env):
     assert spec.train.augment and spec.train.mean == pytest.approx((0.4914, 0.4822, 0.4465))
     result = ex.run(spec)
     m = result.metrics
-    assert m["train_counts"][0] == 30 and m["train_counts"][-1] == 3
+    n_max = 30 - spec.held_out  # the paper profile's held-out images set aside first
+    assert spec.held_out == 20 and m["train_counts"][0] == n_max
+    assert m["train_counts"][-1] == int(n_max / 10)
     assert m["profile_sizes"] == {"train": sum(m["train_counts"]), "test": 100}
     assert len(m["history"]) == 2
     assert result.features()["features"].shape == (100, 64)  # ResNet-32's 64-d features

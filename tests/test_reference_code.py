@@ -25,8 +25,10 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 import palviz
+from palviz import data as pdata
 from palviz import evaluation
 from palviz import train as ptrain
+from palviz.cpu import pin_label
 from palviz.data import BatchIterator, rotate_images
 from palviz.data.batches import _epoch_generator
 from palviz.experiments import departures, profiles, recipes, runcache
@@ -141,12 +143,13 @@ def spec(arch: str = "cnn1d", dataset: str = "mnist1d", **train) -> RunSpec:
 
 def test_the_key_hashes_the_spec_as_it_is():
     """No field is respelled: the spec without its label and ``train.progress``, palviz's
-    version and the cache schema."""
+    version, the cache schema, the data's declared version and the CPU pin."""
     s = spec("cnn_mnist", "mnist")
     payload = s.to_dict()
     payload.pop("label")
     payload["train"].pop("progress")
     payload.update(_version=palviz.__version__, _schema=runcache.CACHE_SCHEMA)
+    payload.update(_data=f"version {pdata.dataset_info('mnist').version}", _cpu=pin_label())
     text = json.dumps(payload, sort_keys=True)
     assert s.key() == hashlib.sha256(text.encode()).hexdigest()[:16]
     assert s.key() == s.replace(label="x", train={"progress": True}).key()
@@ -433,7 +436,7 @@ def test_write_departures_rewrites_a_stale_block(tmp_path):
     (tmp_path / "docs").mkdir()
     start, end = departures.DEPARTURES_MARKERS
     text = f"## 1. One\n\n## 2. Losses\n\n## 5. Five\n\n## 6. Six\n\n{start}\nold\n{end}\n"
-    for section in ("2.1", "2.2", "2.3", "2.4", "3", "4", "6.1", "6.2"):
+    for section in ("2.1", "2.2", "2.3", "2.4", "2.6", "3", "4", "6.1", "6.2"):
         text += f"\n### {section} Part\n"
     (tmp_path / "docs" / "reference.md").write_text(text)
     page = tmp_path / "docs" / "departures.md"

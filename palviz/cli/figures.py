@@ -78,7 +78,10 @@ CELL_TIMEOUTS = {"smoke": 300, "quick": 600, "full": 1200, "paper": 3600}
 #: How long, after its kernel said it is idle, a cell's reply may take to arrive (seconds;
 #: ``$PALVIZ_REPLY_GRACE`` sets another). Past it the reply is taken as lost (seen with
 #: ipykernel 7 and nbclient 0.11 after a widget was displayed: both sides idle, the client
-#: waiting for ever) and the notebook runs again once, in a fresh kernel.
+#: waiting for ever) and the notebook runs again once, in a fresh kernel. The same hang is
+#: jupyter/nbclient#312 (open, nbclient 0.10 and later) and jupyter/nbconvert#2003 and #2029;
+#: no release fixes it, so no version bound in pyproject.toml would help: the widgets guard
+#: (:func:`palviz.plots.widgets_shown`) avoids it and this watch ends it.
 REPLY_GRACE = 60
 
 
