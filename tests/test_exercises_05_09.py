@@ -101,6 +101,11 @@ PRIOR_2 = 1 / 100  # counts (90, 9, 1)
 ADJUSTED_2 = 0.5 - math.log(PRIOR_2)  # z_2 - tau log pi_2, tau = 1
 
 
+def test_a_rate_given_to_three_digits_passes_exercise_7_2():
+    assert EXERCISES["07.q2"].check(0.399).ok and EXERCISES["07.q2"].check(133 / 333).ok
+    assert not EXERCISES["07.q2"].check(0.4).ok
+
+
 def test_lesson_09s_expected_values_are_those_of_the_formulas():
     assert EXERCISES["09.q1"].check(ECE).ok and not EXERCISES["09.q1"].check(ECE + 0.01).ok
     assert EXERCISES["09.q2"].check(ADJUSTED_2).ok and not EXERCISES["09.q2"].check(5.0).ok
@@ -168,7 +173,7 @@ WRONG = {
         (0.25 / 0.05 + 0.6, "brackets"),
         (1 / 0.65, "four times too large"),
     ],
-    "07.q2": [(0.4, "nominal rate"), (133, "number of labels")],
+    "07.q2": [(0.4, "nominal rate"), (133, "number of labels"), (0.398, "your rate")],
     "07.q3": [
         (lambda n_c, eta: int(eta * n_c), "int() truncates"),
         (lambda n_c, eta: round(eta * n_c), "rounds halves up"),

@@ -202,8 +202,9 @@ q3 = Exercise(
     key="01.q3",
     question=(
         f"Predict, then run: for k = {Q3_K} unit prototypes, where no simplex fits "
-        f"($d < k - 1$), the largest minimum pairwise angle they can have (what PAL's recipe, "
-        f'`simplex_prototypes(k, d, method="optimize")`, aims at). From d = {Q3_DIMS[0]} to '
+        "($d < k - 1$), the largest minimum pairwise angle they can have (the best packing; "
+        'PAL\'s recipe, `simplex_prototypes(k, d, method="optimize")`, minimises $L_0$, not '
+        f"this). From d = {Q3_DIMS[0]} to "
         f"d = {Q3_DIMS[1]}: does it grow, shrink or stay? Answer "
         + ", ".join(f'`"{c}"`' for c in CHOICES[:-1])
         + f' or `"{CHOICES[-1]}"`. The run cell below then shows where the recipe stops.'

@@ -94,6 +94,15 @@ DEPARTURES: tuple[Departure, ...] = (
         "2.3",
     ),
     Departure(
+        "MM-LDAM",
+        "ihaeyong/Maximum-Margin-LDAM `losses.py` `HMMLoss` reads every sample's target logit from "
+        "the column of the first sample's label (`labels[0]`), measures the wrong classes as "
+        "max(0, max_j z_j) (the target's entry set to 0) and builds CUDA-only tensors",
+        "each sample's own target logit against its largest wrong logit, on the logits' device; "
+        "`MaxMarginLoss(reference=True)` reproduces the code's reading",
+        "2.6",
+    ),
+    Departure(
         "ETF+DR head",
         "NeuralCollapseApplications/ImbalancedLearning `ETF_Classifier` batch-normalises the "
         "feature (`BatchNorm1d`) before dividing it by its norm, and widens ResNet-32's last "

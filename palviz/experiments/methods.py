@@ -160,6 +160,8 @@ TABLE_METHODS: tuple[TableMethod, ...] = (
     long_tailed("IB-Focal", "ib_focal", alpha=1000.0, gamma=1.0, start_fraction=0.8),
     long_tailed("LA-CE", "la_ce", tau=1.0),
     long_tailed("EQLv2", "eqlv2", pal=False, gamma=12.0, mu=0.8, alpha=4.0),
+    # the official README's CIFAR setting (HMM-LDAM, DRW)
+    long_tailed("MM-LDAM-DRW", "mm_ldam", pal=False, drw=True, max_m=1.29, s=26.0, gamma=1.528),
     long_tailed("ETF+DR", "dot_regression", etf=True, batch_balanced=True),
     # the reference's CIFAR recipe: mixup with alpha = 1 (its *_ETF_DR.yaml configs)
     long_tailed("ETF+DR+mixup", "dot_regression", etf=True, mixup_alpha=1.0, batch_balanced=True),

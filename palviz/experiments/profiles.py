@@ -62,10 +62,10 @@ _LT_ALL = (
     "LA-CE",
     "IB-Focal",
 )
-# The comparisons trained without PAL only: EQL v2 (ELM's table) and the fixed ETF classifier
-# with the dot-regression loss (Yang et al., NeurIPS 2022), PAL's closest rival, with and
-# without mixup (the rival's own CIFAR recipe has mixup).
-_LT_RIVALS = ("EQLv2", "ETF+DR", "ETF+DR+mixup")
+# The comparisons trained without PAL only: EQL v2 and MM-LDAM (ELM's table) and the fixed ETF
+# classifier with the dot-regression loss (Yang et al., NeurIPS 2022), PAL's closest rival, with
+# and without mixup (the rival's own CIFAR recipe has mixup).
+_LT_RIVALS = ("EQLv2", "MM-LDAM-DRW", "ETF+DR", "ETF+DR+mixup")
 
 #: ``full`` reads ``quick``'s claims a second time on seeds ``quick`` never uses.
 _REPLICATION = {"seeds": (5, 6, 7, 8, 9), "of": "quick"}

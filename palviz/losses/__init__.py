@@ -52,7 +52,8 @@ Practicalities
 Modules: :mod:`palviz.losses.imbalance` (CE, focal, LDAM, ELM, LMSCE, PAL's normalised margin
 loss, the margins and class weights), :mod:`palviz.losses.noise` (the APL family),
 :mod:`palviz.losses.influence_balanced`, :mod:`palviz.losses.logit_adjusted` and
-:mod:`palviz.losses.eqlv2` (the other comparisons of ELM's table),
+:mod:`palviz.losses.eqlv2`, :mod:`palviz.losses.max_margin` (the other comparisons of ELM's
+table),
 :mod:`palviz.losses.dot_regression` (the fixed-ETF classifier's loss, PAL's closest rival; each
 loss module is imported here, so that its losses register), :mod:`palviz.losses.mixup` (the
 mixed batch and loss of mixup, a training option) and
@@ -69,9 +70,18 @@ from palviz.losses.registry import LOSSES, build_loss, check_loss_kw, make_loss
 # papers' own first, then the other comparisons. A new loss module is one more name here.
 from palviz.losses import imbalance, noise  # isort: skip
 from palviz.losses import influence_balanced, logit_adjusted  # isort: skip
-from palviz.losses import dot_regression, eqlv2, mixup  # isort: skip
+from palviz.losses import dot_regression, eqlv2, max_margin, mixup  # isort: skip
 
-_MODULES = (imbalance, noise, influence_balanced, logit_adjusted, dot_regression, eqlv2, mixup)
+_MODULES = (
+    imbalance,
+    noise,
+    influence_balanced,
+    logit_adjusted,
+    dot_regression,
+    eqlv2,
+    max_margin,
+    mixup,
+)
 for _module in _MODULES:
     globals().update({name: getattr(_module, name) for name in _module.__all__})
 

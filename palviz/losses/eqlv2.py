@@ -2,7 +2,7 @@ r"""Equalization loss v2 in palviz's classification form (Tan et al., CVPR 2021)
 
 See :mod:`palviz.losses` for the notation and the conventions every loss follows.
 
-Tan, Li, Li, Ouyang, Yin, Yan, *Equalization Loss v2: A New Gradient Balance Approach for
+Tan, Lu, Zhang, Yin, Li, *Equalization Loss v2: A New Gradient Balance Approach for
 Long-tailed Object Detection*, CVPR 2021 (arXiv 2012.08548). EQL v2 treats every class as an
 independent sigmoid task and re-weights each task's positive and negative gradients by the
 ratio of the positive to the negative gradient it has accumulated so far: a rare class, whose
