@@ -404,4 +404,4 @@ def test_the_cluster_tests_reach_an_engine_only_through_require_engine():
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "require_engine"
     }
-    assert engines == {"submitit", "distributed"}
+    assert engines == {"submitit"}
