@@ -2,7 +2,7 @@
 #   make figures   install, then regenerate every figure (the profile of PROFILE=..., else of
 #                  $PALVIZ_PROFILE, else quick: embedded data, no network) and build the course
 #                  book from the executed notebooks (build/<profile>/book/index.html)
-#   make test      install with the test extra (the cluster engines too), then lint, run every
+#   make test      install with the test extra (submitit too), then lint, run every
 #                  notebook and build the book in the smoke profile with the network cut
 #                  (palviz figures), then the tests (a cluster test without its engine fails)
 #   make lab       install with JupyterLab, register the nbstripout git filter, open the notebooks
@@ -41,8 +41,8 @@ lint:
 
 # The smoke runs get their own, emptied run cache so that the tests exercise training. Every
 # notebook runs once, in `palviz figures --profile smoke` (network cut), which also builds the
-# book that tests/test_book.py checks ($$PALVIZ_BOOK). The test extra installs submitit and
-# Dask, so a cluster test that finds neither fails, not skips.
+# book that tests/test_book.py checks ($$PALVIZ_BOOK). The test extra installs submitit, so a
+# cluster test that does not find it fails, not skips.
 test: install-test lint
 	rm -rf build/test-runs build/smoke
 	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs \

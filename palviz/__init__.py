@@ -27,7 +27,7 @@ above it (``tests/test_imports.py`` checks it from the source):
 
 The **experiment layer**, :mod:`palviz.experiments`, runs the notebooks' experiments: run specs
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
-trains, claims, tables, executors (local pool, submitit, Dask) and pack. Above both sit
+trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
 ``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.timings`).
 """

@@ -1,6 +1,6 @@
-"""The cluster engines of the cluster tests (submitit, Dask's distributed): imported, or the test
-is skipped, or, under ``PALVIZ_REQUIRE_CLUSTER=1`` (``make test`` sets it, and its test extra
-installs them), failed, so that CI never skips them silently."""
+"""The cluster engine of the cluster tests (submitit): imported, or the test is skipped, or,
+under ``PALVIZ_REQUIRE_CLUSTER=1`` (``make test`` sets it, and its test extra installs it),
+failed, so that CI never skips them silently."""
 
 from __future__ import annotations
 

@@ -169,9 +169,8 @@ def test_gpus_are_read_from_sinfos_gres_field():
         ("local", ["--slurm-partition", "gpu"], "--slurm-partition"),
         ("local", ["--gpus-per-job", "0"], "--gpus-per-job"),
         ("local", ["--slurm-qos", "high"], "--slurm-qos"),
-        ("dask", ["--cpus-per-job", "2", "--log-dir", "x"], "--cpus-per-job, --log-dir"),
-        ("dask", ["--workers", "2"], "--workers"),
-        ("slurm", ["--dask-scheduler", "tcp://h:8786"], "--dask-scheduler"),
+        ("local", ["--cpus-per-job", "2", "--log-dir", "x"], "--cpus-per-job, --log-dir"),
+        ("slurm", ["--workers", "2"], "--workers"),
     ],
 )
 def test_options_of_another_executor_are_refused(executor, options, named, runs, capsys):

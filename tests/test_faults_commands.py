@@ -7,8 +7,8 @@ test (or a few) per row of the project's table (smoke profile, seconds each).
 3. the data check of ``palviz figures`` covers every notebook that trains, and a run that cannot
    read its data leaves no entry (``palviz runs --check --fix`` clears old ones);
 4. the notebooks' parameters are checked in the first cell after the parameters cell;
-5. the test extra installs the cluster engines, and ``make test`` fails a cluster test that finds
-   none instead of skipping it.
+5. the test extra installs the cluster engine (submitit), and ``make test`` fails a cluster test
+   that does not find it instead of skipping it.
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def _requirements(extra: str, project: dict) -> dict[str, set[str]]:
 def test_the_test_extra_installs_the_cluster_engines():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     test = _requirements("test", project)
-    assert "submitit" in test and "distributed" in test.get("dask", set())
+    assert "submitit" in test
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -376,7 +376,7 @@ def test_make_test_fails_a_cluster_test_that_finds_no_engine():
     commands = done.stdout.replace("\\\n", " ").splitlines()  # continued lines joined
     runs = [c for c in commands if " -m pytest tests" in c]
     assert len(runs) == 1 and "PALVIZ_REQUIRE_CLUSTER=1 " in runs[0].split(" -m pytest")[0]
-    assert any("pip install" in c and ".[test]" in c for c in commands)  # the engines too
+    assert any("pip install" in c and ".[test]" in c for c in commands)  # submitit too
 
 
 def test_a_missing_engine_skips_or_under_palviz_require_cluster_fails(monkeypatch):
@@ -404,4 +404,4 @@ def test_the_cluster_tests_reach_an_engine_only_through_require_engine():
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "require_engine"
     }
-    assert engines == {"submitit", "distributed"}
+    assert engines == {"submitit"}

@@ -271,27 +271,15 @@ def test_palviz_train_of_a_planned_spec_equals_run(runs, reference, tmp_path):
     assert not (runs / specs[0].key()).exists()
 
 
-@pytest.mark.parametrize("kind", ["local", "submitit-local", "dask"])
+@pytest.mark.parametrize("kind", ["local", "submitit-local"])
 def test_sweeps_fill_the_cache_like_in_process_runs(kind, runs, reference, tmp_path):
     specs, paths = reference
     if kind == "local":
         executor = None
-    elif kind == "submitit-local":
+    else:
         require_engine("submitit")
         executor = cluster.make_executor(kind, log_dir=str(tmp_path / "submitit"), timeout_min=10)
-    else:
-        distributed = require_engine("distributed")
-        cluster_ = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        client = distributed.Client(cluster_)
-        executor = client.get_executor()
-    try:
-        results = ex.run_many(specs, executor=executor, workers=2)
-    finally:
-        if kind == "dask":
-            client.close()
-            cluster_.close()
+    results = ex.run_many(specs, executor=executor, workers=2)
     for result, path in zip(results, paths, strict=True):
         assert result.path.parent == runs
         same_result(result.path, path)

@@ -7,7 +7,7 @@
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
                 [--estimate FILE]
     palviz train SPECFILE [--index I]
-    palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local|dask [...]
+    palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
     palviz report [--profile quick] [--check | --compare]
@@ -28,8 +28,8 @@ planned runs read (:func:`palviz.cli.figures.data_refusal`).
 without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
 ``--sbatch`` a script submitting them as one Slurm array; ``train`` trains one line of such a
 file into the cache (a Slurm array task: ``--index $SLURM_ARRAY_TASK_ID``); ``sweep`` trains
-every missing run of a plan through a local pool, submitit (Slurm) or Dask (see
-docs/cluster.md).
+every missing run of a plan through a local pool or submitit (Slurm, or its local executor on
+this machine; see docs/cluster.md).
 
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine, its CPU pin) and ``runs.csv`` (each run's key and
@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("specfile")
     p.add_argument("--index", type=int, help="only line I (0-based), e.g. $SLURM_ARRAY_TASK_ID")
     p.set_defaults(func=cmd_train)
-    p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm, Dask)")
+    p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
@@ -367,7 +367,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
-    p.add_argument("--dask-scheduler", metavar="ADDRESS", help="e.g. tcp://host:8786")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
     p.add_argument("--task", choices=("long_tailed", "noisy"))

@@ -1,7 +1,7 @@
 """``palviz plan``, ``train`` and ``sweep``: the runs the notebooks will ask for
 (:func:`planned_runs`, needing no data or notebook file), a plan as JSON lines
 (:func:`read_specs`) and a Slurm array script (:func:`write_sbatch_script`), and the
-executors of a sweep with their options (local, submitit/Slurm, Dask)."""
+executors of a sweep with their options (local, submitit/Slurm)."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 #: The executors of ``palviz sweep``; those that go through submitit.
-EXECUTORS = ("local", "slurm", "submitit-local", "dask")
+EXECUTORS = ("local", "slurm", "submitit-local")
 SUBMITIT = ("slurm", "submitit-local")
 
 #: The sweep options that only some executors use (argparse's name -> those executors);
@@ -225,7 +225,6 @@ SWEEP_OPTIONS = {
     "max_parallel": SUBMITIT,
     "log_dir": SUBMITIT,
     "slurm_extra": SUBMITIT,
-    "dask_scheduler": ("dask",),
 }
 #: What submitit's local executor drops (it runs the jobs on this machine).
 SLURM_ONLY = ("slurm_partition", "gpus_per_job", "max_parallel", "slurm_extra")
@@ -274,8 +273,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         options: dict = {}
         if args.executor in SUBMITIT:
             options = _submitit_options(args)
-        elif args.executor == "dask":
-            options = {"scheduler": args.dask_scheduler}
         executor = cluster.make_executor(args.executor, **options)
         start = time.perf_counter()
         results = cluster.run_many(

@@ -1,7 +1,7 @@
 """Training many runs: :func:`run_many` and :func:`run_grouped` read the cached ones through
 :mod:`palviz.experiments.runcache` and train the missing ones in this process, in local process
-pools (optionally several workers per GPU), through submitit (Slurm job arrays that requeue
-themselves when preempted) or Dask.
+pools (optionally several workers per GPU) or through submitit (Slurm job arrays that requeue
+themselves when preempted).
 
 - :func:`run_many` / :func:`run_grouped` every spec's result, in order, with one progress bar;
 - :func:`gpu_slots` where ``G * W`` local workers go on ``G`` GPUs (a pure function);
@@ -177,10 +177,10 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
     """Submit :class:`TrainJob` of each ``key -> spec`` of ``todo`` to ``executor`` and yield
     ``(key, RunResult)`` as they finish.
 
-    ``executor`` is a :class:`concurrent.futures.Executor` (process pool, Dask's
-    ``client.get_executor()``) or a submitit executor, whose jobs are submitted as one job
-    array (``executor.batch()``) and yielded as they finish too (:func:`_as_finished`); an
-    array sbatch refuses raises :class:`SlurmRefused` (one line)."""
+    ``executor`` is a :class:`concurrent.futures.Executor` (e.g. a process pool) or a
+    submitit executor, whose jobs are submitted as one job array (``executor.batch()``) and
+    yielded as they finish too (:func:`_as_finished`); an array sbatch refuses raises
+    :class:`SlurmRefused` (one line)."""
     from concurrent.futures.process import BrokenProcessPool
 
     batch = getattr(executor, "batch", None)
@@ -354,7 +354,6 @@ def make_executor(kind: str, **options: Any) -> Any:
       :func:`slurm_resources` checks the CPUs and GPUs against the partition first;
     - ``"submitit-local"``: the same through submitit's local executor (one machine, for
       trying the Slurm path; the Slurm-only parameters are dropped);
-    - ``"dask"``: ``distributed.Client(scheduler).get_executor()``;
     - ``"local"``: ``None`` (:func:`run_many`'s own process pool).
     """
     if kind == "local":
@@ -376,13 +375,7 @@ def make_executor(kind: str, **options: Any) -> Any:
             params["slurm_srun_args"] = [*srun_args, "--open-mode=append"]
         executor.update_parameters(**params)
         return executor
-    if kind == "dask":
-        from distributed import Client
-
-        address = options.get("scheduler")
-        client = Client(address) if address else Client(processes=True, threads_per_worker=1)
-        return client.get_executor()
-    raise ValueError(f"executor must be local, slurm, submitit-local or dask, got {kind!r}")
+    raise ValueError(f"executor must be local, slurm or submitit-local, got {kind!r}")
 
 
 def run_many(
@@ -406,10 +399,9 @@ def run_many(
     round-robin on the GPUs (:func:`gpu_slots`); each sees only its own GPU.
 
     ``executor``: any :class:`concurrent.futures.Executor` (or an object with the same
-    ``submit``, such as a submitit executor, whose jobs then form one job array, or
-    ``dask.distributed.Client(...).get_executor()``) trains the missing runs instead; its
-    workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``). Returns one
-    :class:`RunResult` per spec, in order, each carrying its own spec (and label).
+    ``submit``, such as a submitit executor, whose jobs then form one job array) trains the
+    missing runs instead; its workers must see the same ``runs/`` folder (``$PALVIZ_RUNS``).
+    Returns one :class:`RunResult` per spec, in order, each carrying its own spec (and label).
 
     Ctrl-C cancels the queued runs, ends the local workers without waiting for the runs in
     flight and raises :class:`RunsInterrupted` (a ``KeyboardInterrupt``) saying how many of
