@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
+import itertools
 import json
 import os
 import re
@@ -217,8 +218,10 @@ def intro(nb: nbformat.NotebookNode) -> tuple[str, str]:
     found = _LEARN.search(text)
     if not found:
         return title, ""
-    block = text[found.end() :].lstrip("\n")
-    return title, re.split(r"\n\s*\n", block, maxsplit=1)[0].strip()
+    first, *rest = re.split(r"\n\s*\n", text[found.end() :].lstrip("\n"))
+    # the goals' paragraph, with a table or list that follows it (lesson 00's methods)
+    kept = [first] + list(itertools.takewhile(lambda p: p.lstrip()[:2] in ("| ", "- "), rest))
+    return title, "\n\n".join(kept).strip()
 
 
 def glossary_terms(glossary: Path) -> dict[str, str]:
@@ -269,7 +272,8 @@ def lesson_source(
 ) -> nbformat.NotebookNode:
     """The book's copy of executed notebook ``nb``: ``note`` (MyST) under its title, each
     exercise's hint and solution folded after its check cell (whose output, the blank's
-    "not answered yet", is left out), widget outputs as a note, glossary links as terms."""
+    "not answered yet", is left out), widget outputs as a note, glossary links as terms, and
+    the code of a cell that writes Markdown (a summary, a reading of a figure) folded."""
     nb = copy.deepcopy(nb)
     nb.metadata.pop("widgets", None)
     cells = []
@@ -284,6 +288,7 @@ def lesson_source(
                 output["data"] = {"text/html": WIDGET_NOTE}
             elif isinstance(data.get("text/markdown"), str):
                 data["text/markdown"] = term_links(data["text/markdown"], terms)
+                _fold_input(cell)  # code that writes prose: the reader reads the prose
         found = _CHECK.search(cell.source)
         extra = _exercise_cell(found) if found else None
         if extra is not None:
@@ -297,6 +302,13 @@ def lesson_source(
         first.source = f"{head}\n\n{note}\n{rest}" if titled else f"{note}\n\n{first.source}"
     nb.cells = cells
     return nb
+
+
+def _fold_input(cell: nbformat.NotebookNode) -> None:
+    """Fold a code cell's source on its page (MyST-NB's ``hide-input``; a click shows it)."""
+    tags = cell.metadata.setdefault("tags", [])
+    if "hide-input" not in tags and "remove-input" not in tags:
+        tags.append("hide-input")
 
 
 def _admonition(kind: str, text: str) -> str:
@@ -328,6 +340,17 @@ def syllabus() -> dict[str, dict]:
     ``background`` and its ``study_minutes_estimate``; plus the ``study_time_note``."""
     with open(project_root() / "docs" / "syllabus.toml", "rb") as handle:
         return tomllib.load(handle)
+
+
+def course_length() -> str:
+    """The front page's words on the course's length: the lessons and the sum of the
+    syllabus's per-lesson study estimates, in hours."""
+    plans = syllabus()["lessons"]
+    hours = sum(p["study_minutes_estimate"] for p in plans.values()) / 60
+    return (
+        f"The course has {len(plans)} lessons and takes about {hours:.0f} hours of study in all "
+        "(the sum of the syllabus's per-lesson estimates), to be read in order from lesson 00."
+    )
 
 
 def _shown_path(path: Path | None) -> str:
@@ -372,9 +395,9 @@ def syllabus_page(lessons: list[tuple[str, str, str]], record: TimingRecord | No
         parts.append(
             f"({stem[:2]}-syllabus)=\n## [{title}](notebooks/{stem}.ipynb)\n\n"
             f"Prerequisites\n: lessons {earlier}; " + "; ".join(plan["background"]) + "\n\n"
-            f"Goals\n: {' '.join(summary.split()) or '—'}\n\n"
             f"Study time (estimate)\n: ≈ {plan['study_minutes_estimate']} min\n\n"
-            f"Measured run time\n: {run_time_text(record, stem)}\n"
+            f"Measured run time\n: {run_time_text(record, stem)}\n\n"
+            f"**Goals.** {summary or '—'}\n"  # the lesson's own list or table, as it wrote it
         )
     return "\n".join(parts)
 
@@ -433,6 +456,7 @@ def prepare_sources(
     if status:
         front += "\n\n" + "\n".join(status)
     (src / "_generated" / "status.md").write_text(_admonition("note", front), encoding="utf-8")
+    (src / "_generated" / "course.md").write_text(course_length() + "\n", encoding="utf-8")
     (src / "syllabus.md").write_text(syllabus_page(lessons, record), encoding="utf-8")
     shutil.copy2(root / "docs" / "index.md", src / "index.md")
     (src / "docs").mkdir()

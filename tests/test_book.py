@@ -131,6 +131,28 @@ def test_syllabus_page_gives_prerequisites_goals_estimate_and_run_time(tmp_path)
     assert "estimate, not measured" in page and "2026-01-02T03:04:05Z" in page
 
 
+def test_the_syllabus_keeps_each_lessons_goals_as_a_list_and_lesson_00s_table():
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    lessons = [(p.stem, *book.intro(nbformat.read(p, as_version=4))) for p in paths]
+    page = book.syllabus_page(lessons, None)
+    assert "| method | loss | classifier head |" in _section(page, "00")  # the tour's table
+    for stem, _, goals in lessons[1:]:
+        section = _section(page, stem[:2])
+        assert f"**Goals.** {goals}" in section
+        assert goals.startswith("By the end you can:\n- "), stem
+        assert section.count("\n- ") >= 3, stem  # a list, not one run-on line
+
+
+def test_the_front_page_gives_the_course_length_computed_from_the_syllabus(tmp_path):
+    plans = book.syllabus()["lessons"]
+    hours = sum(p["study_minutes_estimate"] for p in plans.values()) / 60
+    text = book.course_length()
+    assert f"{len(plans)} lessons and takes about {hours:.0f} hours of study" in text
+    src = _sources(tmp_path)
+    assert (src / "_generated" / "course.md").read_text().strip() == text
+    assert "{include} _generated/course.md" in (src / "index.md").read_text()
+
+
 def test_run_time_falls_back_to_the_committed_record_and_else_is_not_measured(tmp_path):
     committed = _record(date="2025-05-05T00:00:00Z", cold=False, **{"00_tour": 99.0})
     page = (_sources(tmp_path, committed=committed) / "syllabus.md").read_text()
@@ -400,3 +422,15 @@ def test_nothing_in_the_book_refers_to_a_remote_url(built):
     index = (built / "book" / "index.html").read_text(encoding="utf-8")
     assert "_static/mathjax/MathJax.js?config=" in index
     assert (built / "book" / "_static" / "mathjax" / "MathJax.js").is_file()
+
+
+def test_a_cell_that_writes_prose_has_its_code_folded_on_the_page():
+    prose = nbformat.v4.new_code_cell("display(Markdown(f'**Summary.** {x}'))")
+    prose.outputs = [
+        nbformat.v4.new_output("display_data", data={"text/markdown": "**Summary.** 3"})
+    ]
+    plain = nbformat.v4.new_code_cell("x = 3")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 01 · A"), plain, prose])
+    page = book.lesson_source(nb, "01_a", "", {})
+    assert page.cells[2].metadata["tags"] == ["hide-input"]
+    assert "tags" not in page.cells[1].metadata

@@ -288,7 +288,11 @@ def test_claims_markdown_shows_differences_and_intervals_to_one_decimal(frame):
     assert "19,400" in text and "1,500" in text and " 0-4 (5) |" in text
     assert " n/a |" in text and stats.NOT_RUN in text
     assert "<0.001" in text and "0.062" in text  # t p of a steady +3, sign-flip 2/32
-    assert text.count("\n") == 6  # header, rule, two families of one row each
+    narrow, _, folded = text.partition("<details>")
+    assert narrow.strip().count("\n") == 5  # header, rule, two families of one row each
+    header = [c.strip() for c in narrow.splitlines()[0].strip("|").split("|")]
+    assert header == ["claim", "comparison", "difference [95 % CI], last epoch", "verdict"]
+    assert "<summary>" in folded and folded.rstrip().endswith("</details>")
 
 
 def test_evaluate_claims_of_no_runs_says_not_run():
@@ -623,10 +627,12 @@ def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
     )
     assert member["paper_reads"] == "not stated"
     table = ct.claims_markdown(df)
-    header = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    folded = table.partition("</summary>")[2].strip()
+    header = [c.strip() for c in folded.splitlines()[0].strip("|").split("|")]
     for epoch in ("last", "best"):
-        for name in ("mean difference [CI]", "p (t)", "p (sign-flip)", "p (Holm)", "verdict"):
+        for name in ("p (t)", "p (sign-flip)", "p (Holm)"):
             assert f"{epoch}: {name}" in header
+    assert "best: difference [CI]" in header and "best: verdict" in header
     assert "paper reads" in header
     assert f"{best.mean:+.1f} [{best.ci_low:+.1f}, {best.ci_high:+.1f}]" in table
     assert "not stated" in table

@@ -106,7 +106,7 @@ def test_lt_table_markdown_labels_epochs_groups_and_shows_n_a():
     assert "few-shot, last (0 cl.)" in text  # rho = 10
     assert "few-shot, last (2 cl.)" in text  # rho = 100
     assert "n/a" in text
-    assert "55.0 +- 7.1" in text
+    assert "55.0 ± 7.1" in text
     assert "profile quick" in text and "seeds 0, 1" in text
     assert "published" not in text  # no published number for MNIST-1D
 

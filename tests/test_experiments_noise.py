@@ -114,7 +114,7 @@ def test_noisy_accuracy_table_averages_over_seeds_per_method_and_setting():
     assert lines[0] == "last epoch"
     assert "sym 0.4" in lines[1] and "asym 0.2" in lines[1]
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[3:]]
-    assert cells == [["CE", "60.0 +- 14.1", "90.0*"], ["GCE", "80.0*", "-"]]
+    assert cells == [["CE", "60.0 ± 14.1", "90.0*"], ["GCE", "80.0*", "-"]]
 
 
 def test_history_series_reads_the_evaluated_epochs():

@@ -196,7 +196,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     assert (tmp_path / "figures" / "paper" / "07_lesson_line.png").read_text() == "paper 3"
     assert not (tmp_path / "figures" / ".staging").exists()
     executed = nbformat.read(out / "07_lesson.ipynb", as_version=4)
-    assert executed.cells[1].outputs[0]["text"] == f"written to {shared / '07_lesson_line.png'}\n"
+    assert executed.cells[1].outputs[0]["text"] == "written to figures/smoke/07_lesson_line.png\n"
     assert book.read_failure(out, "07_lesson") is None
     assert not (out / "07_lesson.failed.ipynb").exists()
     src = book.prepare_sources(out, "smoke", notebooks_dir=tmp_path / "notebooks")

@@ -97,7 +97,7 @@ def test_one_seed_has_no_spread_and_every_table_formats_it_alike():
     (row,) = tables.lt_table(results)
     assert row["last"][0] == 0.5 and np.isnan(row["last"][1])
     cells = tables.lt_table_markdown(results, profile="quick").splitlines()[-1].split("|")
-    assert [c.strip() for c in cells[2:4]] == ["50.0", "60.0"]  # last, best: no "+-"
+    assert [c.strip() for c in cells[2:4]] == ["50.0", "60.0"]  # last, best: no "±"
     noisy = tables.noisy_accuracy_table(results)
     cells = tables.format_noisy_table(noisy).splitlines()[-1].split("|")
     assert [c.strip() for c in cells[1:3]] == ["CE", "50.0*"]
@@ -119,11 +119,13 @@ def test_styled_tables_show_the_same_cells_as_the_markdown():
     (styled,) = tables.style_lt_tables(results, profile="quick")
     html = styled.to_html()
     markdown = tables.lt_table_markdown(results, profile="quick").splitlines()[-1].split("|")
-    assert markdown[2].strip() == "60.0 +- 14.1"
-    assert ">60.0 +- 14.1<" in html and "MNIST-1D-LT, rho = 100" in html
+    assert markdown[2].strip() == "60.0 ± 14.1"
+    assert ">60.0 ± 14.1<" in html and "MNIST-1D-LT, rho = 100" in html
     noisy = tables.noisy_accuracy_table(results)
     html = tables.style_noisy_table(noisy, caption="acc").to_html()
-    assert ">60.0 +- 14.1<" in html and "font-weight: bold" in html and ">acc<" in html
+    assert ">60.0 ± 14.1<" in html and "font-weight: bold" in html
+    assert ">acc Bold: the highest mean of its column" in html  # the key in the caption
+    assert "padding: 0.25em 0.75em" in html
 
 
 def test_transition_rule_error_is_zero_for_the_rule_and_sees_a_wrong_flip():

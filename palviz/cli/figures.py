@@ -167,8 +167,9 @@ def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None
     nb = nbformat.read(path, as_version=4)
     where = {"cell": None}
     with figure_stage(path.stem) as stage:
-        # What the kernel prints of its staging folder is shown as the folder it stands for.
-        shown = (str(stage), str(figures_base()))
+        # What the kernel prints of its staging folder is shown as the folder it stands for,
+        # by its name: a page shows no path of the machine that built it.
+        shown = (str(stage), figures_base().name)
         try:
             with tempfile.TemporaryDirectory(prefix="palviz-kernel-") as sockets:
                 client = _client_class()(

@@ -363,44 +363,63 @@ def _p_text(value: Any) -> str:
 
 
 def claims_markdown(df: pd.DataFrame) -> str:
-    """``df`` (:func:`evaluate_claims` or :func:`palviz.experiments.claims.read_claims`) as a
-    markdown table, family by family: a family row in bold (notebook, the claim quoted with
-    its source, how it is read, the epoch the paper reads, and per epoch its p-values and
-    verdict), then one row per comparison (the seeds and their number; at the last and at
-    the best epoch side by side: the mean difference with its interval to one decimal,
-    ``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies, the paired-t p, the sign-flip
-    p, the Holm-adjusted p and the comparison's own verdict; the steps per run beside the
-    paper's)."""
+    """``df`` (:func:`evaluate_claims` or :func:`palviz.experiments.claims.read_claims`) as two
+    markdown tables, family by family (a family row in bold, then one row per comparison).
+
+    The first is narrow, read at a glance: the claim quoted with its source and how it is
+    read, each comparison, its mean difference at the last epoch with its interval to one
+    decimal (``"+2.3 [-0.4, +5.0]"``, percentage points for accuracies) and the verdict. The
+    second, folded under it (an HTML ``<details>``): per comparison the seeds and their
+    number, the epoch the paper reads, the paired-t, sign-flip and Holm-adjusted p-values at
+    the last epoch, the same reading at the best epoch (difference, p-values, verdict) and the
+    steps per run beside the paper's."""
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
     reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
-    rows = []
+    main, detail = [], []
     for _, r in df.iterrows():
         family = r["level"] == "family"
         quote = '"' + str(r["claim"]).strip('"') + '"'
+        what = reading[str(r["reading"])] if family else str(r["comparison"])
+        bold = (lambda t: f"**{t}**") if family else (lambda t: t)
+        main.append(
+            {
+                "claim": f"**{quote}** ({r['source']})" if family else "",
+                "comparison": what,
+                "difference [95 % CI], last epoch": "" if family else _difference_text(r),
+                "verdict": bold(str(r["verdict"]) or "-"),
+            }
+        )
         cells = {
-            "nb": str(r["notebook"]) if family else "",
-            "claim": f"**{quote}** ({r['source']})" if family else "",
-            "comparison": (reading[str(r["reading"])] if family else str(r["comparison"])),
-            "paper reads": (str(r["paper_reads"]) or "-") if family else "",
+            "comparison": bold(what),
             "seeds (n)": "" if family or not r["n_seeds"] else f"{r['seeds']} ({r['n_seeds']})",
+            "paper reads": (str(r["paper_reads"]) or "-") if family else "",
         }
         for prefix, epoch in _EPOCHS:
             when = epoch.split()[0]
-            p = {name: _p_text(r[prefix + column]) for column, name in P_NAMES.items()}
-            p["p (Holm)"] = _p_text(r[prefix + "p_holm"])
-            verdict_ = str(r[prefix + "verdict"]) or "-"
-            cells[f"{when}: mean difference [CI]"] = "" if family else _difference_text(r, prefix)
-            for name, text in p.items():
-                cells[f"{when}: {name}"] = f"**{text}**" if family else text
-            cells[f"{when}: verdict"] = f"**{verdict_}**" if family else verdict_
+            if prefix:  # the best epoch's own difference and verdict
+                cells[f"{when}: difference [CI]"] = "" if family else _difference_text(r, prefix)
+            for column, name in {**P_NAMES, "p_holm": "p (Holm)"}.items():
+                cells[f"{when}: {name}"] = bold(_p_text(r[prefix + column]))
+            if prefix:
+                cells[f"{when}: verdict"] = bold(str(r[prefix + "verdict"]) or "-")
         cells["steps per run"] = "" if family else _steps_text(r["steps_per_run"])
         cells["paper's steps"] = "" if family else _steps_text(r["paper_steps"])
-        rows.append({k: v.replace("|", "\\|") for k, v in cells.items()})
-    columns = list(rows[0]) if rows else ["nb", "claim", "comparison", "verdict"]
-    table = pd.DataFrame(rows, columns=columns)
-    left = {"nb", "claim", "comparison", "paper reads"}
-    align = ["left" if c in left or c.endswith("verdict") else "right" for c in table.columns]
+        detail.append(cells)
+    return (
+        _table(main, ["claim", "comparison", "verdict"])
+        + "\n<details><summary>p-values, the best epoch and the steps of each comparison"
+        + "</summary>\n\n"
+        + _table(detail, ["comparison", "paper reads", "best: verdict"])
+        + "\n</details>\n"
+    )
+
+
+def _table(rows: list[dict], left: list[str]) -> str:
+    """``rows`` as a markdown table, ``|`` escaped, the columns of ``left`` left-aligned."""
+    rows = [{k: v.replace("|", "\\|") for k, v in row.items()} for row in rows]
+    table = pd.DataFrame(rows, columns=list(rows[0]) if rows else left)
+    align = ["left" if c in left else "right" for c in table.columns]
     return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
 
 
@@ -479,8 +498,10 @@ def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
         "",
         "- *Paired runs.* Each comparison is read per seed: the two runs of a seed share the "
         "data subset, the noise draw and the initialisation, so the difference removes what they "
-        "share. *mean difference [CI]* is the mean over seeds (points of test accuracy) with its "
-        f"{level} Student-t interval (n - 1 degrees of freedom).",
+        "share. *difference [95 % CI]* is the mean over seeds (points of test accuracy) with its "
+        f"{level} Student-t interval (n - 1 degrees of freedom). The first table gives it at "
+        "the last epoch with the verdict; the folded one under it the p-values, the best "
+        "epoch's reading and the steps.",
         "- *Two epochs, side by side.* Every comparison is read at the *last* epoch (the model "
         "after training) and at the *best* one (the epoch of highest test accuracy, what "
         "LDAM-DRW's reference code reports as `best_acc1`; chosen on the test set itself, so it "

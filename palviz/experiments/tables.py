@@ -332,6 +332,10 @@ def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) 
     return "\n\n".join(blocks) + "\n"
 
 
+#: The cell padding of every styled accuracy table, so that neighbouring cells do not run together.
+CELL_PADDING = [{"selector": "th, td", "props": "padding: 0.25em 0.75em;"}]
+
+
 def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) -> list:
     """The tables of :func:`lt_table_markdown` as styled DataFrames for a notebook, one per
     data set and imbalance ratio, the same cells (``df.style.format``) under the same
@@ -340,7 +344,7 @@ def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) ->
     for caption, table in _lt_frames(results, profile):
         accuracy = table.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore")
         style = table.style.format(_percent, subset=list(accuracy)).hide(axis="index")
-        styled.append(style.set_caption(caption.replace("**", "")))
+        styled.append(style.set_caption(caption.replace("**", "")).set_table_styles(CELL_PADDING))
     return styled
 
 
@@ -429,7 +433,7 @@ def format_noisy_table(
     mark_best: bool = True,
 ) -> str:
     """:func:`noisy_accuracy_table` as a markdown table in percent (under ``title``): one row
-    per method, one column per (kind, eta), ``mean +- std`` where several seeds ran
+    per method, one column per (kind, eta), ``mean ± std`` where several seeds ran
     (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; with
     ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
     ranking: differences within a seed's spread mean nothing)."""
@@ -519,16 +523,17 @@ def style_noisy_table(
     table: dict[str, dict[tuple[str, float], tuple[float, float, int]]], *, caption: str = ""
 ):
     """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
-    one column per (kind, eta), cells ``mean +- std`` in percent
+    one column per (kind, eta) headed ``"symmetric η = 0.2"``, cells ``mean ± std`` in percent
     (:func:`~palviz.plots.format_accuracy`, ``-`` where a method did not run), the highest mean
-    of each column in bold (a reading aid, not a ranking), under ``caption``."""
+    of each column in bold (a reading aid, not a ranking), under ``caption`` and the key to the
+    bold cells; cells padded so that they do not run together."""
     columns: list[tuple[str, float]] = []
     for row in table.values():
         columns += [c for c in row if c not in columns]
     frame = pd.DataFrame(
         [[row.get(c) for c in columns] for row in table.values()],
         index=pd.Index(list(table), name="method"),
-        columns=pd.MultiIndex.from_tuples(columns, names=["noise", "eta"]),
+        columns=[f"{kind} η = {eta:g}" for kind, eta in columns],
     )
 
     def bold_best(column: pd.Series) -> list[str]:
@@ -536,10 +541,12 @@ def style_noisy_table(
         best = np.nanmax(means)
         return ["font-weight: bold" if m == best else "" for m in means]
 
+    key = "Bold: the highest mean of its column (a reading aid, not a ranking)."
     return (
         frame.style.format(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
         .apply(bold_best, axis=0)
-        .set_caption(caption)
+        .set_caption(f"{caption} {key}".strip())
+        .set_table_styles(CELL_PADDING)
     )
 
 

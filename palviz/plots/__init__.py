@@ -180,12 +180,12 @@ def savefig(
 
 
 def format_accuracy(mean: float | None, std: float | None = None) -> str:
-    """``"77.0 +- 0.4"`` in percent, or ``"n/a"`` for a missing value (an empty shot group)."""
+    """``"77.0 ± 0.4"`` in percent, or ``"n/a"`` for a missing value (an empty shot group)."""
     if mean is None or (isinstance(mean, float) and np.isnan(mean)):
         return "n/a"
     if std is None or np.isnan(std):
         return f"{100 * mean:.1f}"
-    return f"{100 * mean:.1f} +- {100 * std:.1f}"
+    return f"{100 * mean:.1f} ± {100 * std:.1f}"
 
 
 def umap_embedding(features: np.ndarray, *, seed: int = 0, n_neighbors: int = 15) -> np.ndarray:
