@@ -391,10 +391,11 @@ def syllabus_page(lessons: list[tuple[str, str, str]], record: TimingRecord | No
         if plan is None:
             parts.append(f"({stem[:2]}-syllabus)=\n## {title}\n\nNot in `docs/syllabus.toml`.\n")
             continue
-        earlier = ", ".join(f"[{n}](#{n}-syllabus)" for n in plan["after"]) or "no earlier lesson"
+        earlier = ", ".join(f"[{n}](#{n}-syllabus)" for n in plan["after"])
+        earlier = f"lessons {earlier}" if earlier else "no earlier lesson"
         parts.append(
             f"({stem[:2]}-syllabus)=\n## [{title}](notebooks/{stem}.ipynb)\n\n"
-            f"Prerequisites\n: lessons {earlier}; " + "; ".join(plan["background"]) + "\n\n"
+            f"Prerequisites\n: {earlier}; " + "; ".join(plan["background"]) + "\n\n"
             f"Study time (estimate)\n: ≈ {plan['study_minutes_estimate']} min\n\n"
             f"Measured run time\n: {run_time_text(record, stem)}\n\n"
             f"**Goals.** {summary or '—'}\n"  # the lesson's own list or table, as it wrote it
