@@ -321,7 +321,11 @@ def test_the_notebooks_claims_follow_the_profiles_grids():
         (d, r) for d in ("cifar10", "cifar100") for r in (100, 50, 10)
     }
     elm = [c for c in paper if c.family == "ELM-DRW highest in all ratios"]
-    assert "ETF+DR" not in {c.baseline for c in elm} and "EQLv2" in {c.baseline for c in elm}
+    # ELM's own table only (CE, Focal, EQL v2, IB-Focal, LMSCE, LDAM, MM-LDAM, DRW forms, ELM)
+    assert {c.baseline for c in elm} == {
+        "CE", "CE-DRW", "Focal", "EQLv2", "IB-Focal", "LMSCE", "LDAM-DRW", "MM-LDAM-DRW", "ELM"
+    }  # fmt: skip
+    assert not {c.baseline for c in elm} & {"LA-CE", "ETF+DR", "ETF+DR+mixup"}
     noisy = pc.noisy_claims(recipes.noisy_setup("quick"))
     ce = [c for c in noisy if c.family == "CE+FNPAL beats CE in all noisy cases"]
     settings = {(c.where["noise_kind"], c.where["noise_rate"]) for c in ce}
