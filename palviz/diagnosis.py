@@ -168,7 +168,7 @@ def _run(model, data, split, name, *, layer, features, device, batch_size, scale
     import torch
 
     tap = inputs.Tap(layer.module, layer.rows)
-    hs, zs, ys, read = [], [], [], True
+    hs, zs, ys, read, start = [], [], [], True, 0
     try:
         for x, y in inputs.batches(data, batch_size, name):
             x = x.to(device)
@@ -176,7 +176,6 @@ def _run(model, data, split, name, *, layer, features, device, batch_size, scale
             out = model(x)
             if not isinstance(out, torch.Tensor) or out.ndim != 2:
                 raise invalid("model", "an output that is not a (batch, K) tensor", "logits")
-            start = sum(len(z) for z in zs)
             inputs.check_finite("logits", split, name, out, start)
             if first is not None:
                 read, first = first(out, tap, name), None
@@ -198,6 +197,7 @@ def _run(model, data, split, name, *, layer, features, device, batch_size, scale
                     "(batch, d) features; pass features=lambda x: ... returning them",
                 )
             inputs.check_finite("features", split, name, h, start)
+            start += out.shape[0]  # the first sample of the next batch
             hs.append(h.detach().double().cpu())
             zs.append(out.detach().double().cpu())
             ys.append(y.detach().cpu().long())  # integer labels (checked): no rounding
