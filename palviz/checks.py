@@ -1,6 +1,7 @@
 """Argument checks shared by the modules: each raises before any work, with a message of one
 form, ``<name> must be <rule>, got <value>`` (``scale must be > 0, got -1.0``), naming the
-argument, the value received and what is allowed.
+argument, the value received and what is allowed. A long array, tensor, list or tuple is shown
+shortened (its shape and its first and last entries), never whole.
 
 A value of the wrong type raises :class:`ArgumentTypeError`, which is both a ``TypeError``
 and a ``ValueError``; a value of the right type outside the allowed set raises ``ValueError``.
@@ -43,15 +44,37 @@ class ArgumentTypeError(TypeError, ValueError):
     that catches either keeps working."""
 
 
+#: Arrays, tensors, lists and tuples longer than this are shortened in a message: their type,
+#: shape and first and last entries, never the whole of them.
+_SHOWN_ENTRIES = 10
+
+
 def _shown(value: Any) -> str:
-    """``value`` as a message shows it: ``repr`` for Python values, a list for arrays."""
+    """``value`` as a message shows it: ``repr`` for Python values, a list for arrays; a long
+    array, tensor, list or tuple as its shape and its first and last entries."""
+    kind = "an array"
     if hasattr(value, "detach"):  # torch.Tensor, without importing torch
-        value = value.detach().cpu().numpy()
+        kind, dtype, value = "a tensor", str(value.dtype), value.detach().cpu()
+        value = (value.double() if value.dtype.is_floating_point else value).numpy()
     if isinstance(value, np.ndarray):
-        return repr(value.tolist())
+        if value.size <= _SHOWN_ENTRIES:
+            return repr(value.tolist())
+        dtype = dtype if kind == "a tensor" else str(value.dtype)
+        return f"{kind} of shape {value.shape}, {dtype}: [{_ends(value.ravel().tolist())}]"
+    if isinstance(value, list | tuple) and len(value) > _SHOWN_ENTRIES:
+        return f"a {type(value).__name__} of {len(value)} entries: [{_ends(value)}]"
     if isinstance(value, np.generic):
         return repr(value.item())
     return repr(value)
+
+
+def _ends(entries: Sequence[Any]) -> str:
+    """The first six and last two of ``entries``, as a message shows them (floats to 4 digits)."""
+
+    def one(v: Any) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else _shown(v)
+
+    return ", ".join([one(v) for v in entries[:6]] + ["..."] + [one(v) for v in entries[-2:]])
 
 
 def invalid(name: str, value: Any, rule: str) -> ValueError:

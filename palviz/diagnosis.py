@@ -10,7 +10,8 @@ rows; :mod:`palviz.metrics`), calibration (ECE, Guo et al. 2017) and sample marg
 classifier after training (logit adjustment, $\tau$-normalisation) with $\tau$ chosen on a
 held-out split.
 
-**Features** $h$ are the input of the classifier layer, caught by a forward pre-hook on
+**Features** $h$ are the input of the classifier layer, caught by a forward hook on the
+module that ``layer=`` names (``"fc"``, a name of ``model.named_modules()``), else on
 
 * the head of a :class:`palviz.models.Classifier` (whatever its type),
 * else the last palviz head (:class:`~palviz.heads.LinearHead`, :class:`~palviz.heads.CosineHead`,
@@ -20,7 +21,10 @@ held-out split.
 or computed by the ``features=`` callable ``x -> h`` (for a model whose last layer is not a
 linear map of a flat feature). The classifier rows $W$ (and bias $b$) are that layer's:
 ``.prototypes`` for a palviz head (a buffer for the anchored head), ``.weight`` / ``.bias`` for
-``nn.Linear``.
+``nn.Linear``. On the first batch the layer's output must be the model's logits (up to a
+constant per row, as a log-softmax adds): a model whose logits come from another module (a
+custom head after the last ``nn.Linear``) is refused rather than read wrong.
+:mod:`palviz.diagnosis_inputs` checks what a call is given.
 
 **Logits** are the model's output times ``logit_scale``. A cosine head (or FNPAL) trained with
 LDAM or ELM outputs cosines that the loss multiplies by its $s$ (30 in the papers): pass
@@ -33,13 +37,14 @@ accuracy and NC4, do not depend on the scale.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from palviz import calibration, collapse, metrics
+from palviz import diagnosis_inputs as inputs
 from palviz.checks import (
     as_labels,
     check_choice,
@@ -57,12 +62,6 @@ if TYPE_CHECKING:
     from torch import nn
 
 __all__ = ["Diagnosis", "diagnose", "find_classifier", "post_hoc"]
-
-
-def _heads() -> tuple[type, ...]:
-    from palviz.heads import AnchoredHead, CosineHead, LinearHead
-
-    return LinearHead, CosineHead, AnchoredHead
 
 
 _GROUPS = ("all", *metrics.SHOT_GROUPS)
@@ -86,7 +85,10 @@ class Diagnosis:
         center: the global-mean convention (``"class_means"`` or ``"samples"``).
         logit_scale: the factor applied to the model's output.
         split_note: which split each measure was taken on.
-        notes: what the run assumed (the scale of the logits, a measure left out and why).
+        notes: what the run assumed: the scale of the logits, then the classifier layer read
+            (its path in the model, its type and weight shape), a measure left out and why.
+        layer: the path of the classifier layer read in ``model.named_modules()`` (``"fc"``,
+            ``"head"``; ``""``: the model itself), ``None`` when none was read.
     """
 
     frame: pd.DataFrame
@@ -97,6 +99,7 @@ class Diagnosis:
     logit_scale: float
     split_note: str
     notes: tuple[str, ...] = field(default=())
+    layer: str | None = None
 
     def value(self, metric: str, split: str = "train", group: str = "all") -> float:
         """One number of :attr:`frame` (``KeyError`` naming what exists if it is absent)."""
@@ -134,7 +137,7 @@ def find_classifier(model: nn.Module) -> nn.Module | None:
     inside: set[int] = set()
     found = None
     for module in model.modules():  # a parent comes before its children
-        if isinstance(module, _heads()):
+        if isinstance(module, inputs.head_types()):
             found = module
             inside.update(id(m) for m in module.modules())
         elif isinstance(module, torch.nn.Linear) and id(module) not in inside:
@@ -147,50 +150,9 @@ def _rows_module(layer: nn.Module | None) -> nn.Module | None:
     another type the last palviz head / Linear inside it."""
     import torch
 
-    if layer is None or isinstance(layer, (*_heads(), torch.nn.Linear)):
+    if layer is None or isinstance(layer, (*inputs.head_types(), torch.nn.Linear)):
         return layer
     return find_classifier(layer)
-
-
-def _weights(layer: nn.Module | None) -> tuple[np.ndarray | None, np.ndarray | None]:
-    from palviz.heads import LinearHead
-
-    layer = _rows_module(layer)
-    if layer is None:
-        return None, None
-    if isinstance(layer, _heads()):
-        W, bias = layer.prototypes, layer.fc.bias if isinstance(layer, LinearHead) else None
-    else:
-        W, bias = layer.weight, layer.bias
-    W = W.detach().double().cpu().numpy()
-    return W, None if bias is None else bias.detach().double().cpu().numpy()
-
-
-def _batches(data: Any, batch_size: int, name: str) -> Iterator[tuple[Any, torch.Tensor]]:
-    import torch
-
-    if isinstance(data, torch.utils.data.DataLoader):
-        for batch in data:
-            if not isinstance(batch, (tuple, list)) or len(batch) < 2:
-                raise invalid(name, f"a batch of type {type(batch).__name__}", "(x, y) batches")
-            yield batch[0], torch.as_tensor(batch[1])
-        return
-    if (
-        isinstance(data, (tuple, list))
-        and len(data) == 2
-        and all(isinstance(t, torch.Tensor) for t in data)
-    ):
-        x, y = data
-        if x.shape[0] != y.shape[0]:
-            raise invalid(name, f"x of {x.shape[0]} and y of {y.shape[0]} samples", "equal lengths")
-        for start in range(0, x.shape[0], batch_size):
-            yield x[start : start + batch_size], y[start : start + batch_size]
-        return
-    raise invalid(
-        name,
-        type(data).__name__,
-        "a torch DataLoader yielding (x, y) batches or an (x, y) tuple of tensors",
-    )
 
 
 @dataclass
@@ -198,88 +160,101 @@ class _Pass:
     features: np.ndarray  # [N, d] float64
     logits: np.ndarray  # [N, K] float64, times logit_scale
     targets: np.ndarray  # [N] int64
+    read: bool = True  # the class vectors read (False: features= and another layer's output)
 
 
-def _run(model, data, name, *, layer, features, device, batch_size, scale) -> _Pass:
+def _run(model, data, split, name, *, layer, features, device, batch_size, scale, first) -> _Pass:
+    """One split's pass; ``first``: the checks of the first batch, or ``None``."""
     import torch
 
-    caught: list[torch.Tensor] = []
-    handle = None
-    if features is None:
-        handle = layer.register_forward_pre_hook(lambda m, args: caught.append(args[0]))
-    hs, zs, ys = [], [], []
+    tap = inputs.Tap(layer.module, layer.rows)
+    hs, zs, ys, read, start = [], [], [], True, 0
     try:
-        for x, y in _batches(data, batch_size, name):
+        for x, y in inputs.batches(data, batch_size, name):
             x = x.to(device)
-            caught.clear()
+            tap.clear()
             out = model(x)
             if not isinstance(out, torch.Tensor) or out.ndim != 2:
                 raise invalid("model", "an output that is not a (batch, K) tensor", "logits")
+            inputs.check_finite("logits", split, name, out, start)
+            if first is not None:
+                read, first = first(out, tap, name), None
             if features is not None:
                 h = features(x)
-            elif len(caught) != 1:
+            elif len(calls := tap.of(layer.module)) != 1:
                 raise invalid(
                     "model",
-                    f"a classifier layer {type(layer).__name__} called {len(caught)} times in "
-                    f"one forward pass",
+                    f"a classifier layer {type(layer.module).__name__} called {len(calls)} times "
+                    "in one forward pass",
                     "called once; pass features=lambda x: ... to give the features",
                 )
             else:
-                h = caught[0]
+                h = calls[0][0]
             if not isinstance(h, torch.Tensor) or h.ndim != 2 or h.shape[0] != out.shape[0]:
                 raise invalid(
                     "features",
                     f"a {getattr(h, 'shape', type(h).__name__)} input of the classifier layer",
                     "(batch, d) features; pass features=lambda x: ... returning them",
                 )
+            inputs.check_finite("features", split, name, h, start)
+            start += out.shape[0]  # the first sample of the next batch
             hs.append(h.detach().double().cpu())
             zs.append(out.detach().double().cpu())
-            ys.append(y.detach().cpu().long())
+            ys.append(y.detach().cpu().long())  # integer labels (checked): no rounding
     finally:
-        if handle is not None:
-            handle.remove()
+        tap.remove()
     if not ys:
         raise invalid(name, "no batch", "at least one sample")
     return _Pass(
         features=torch.cat(hs).numpy(),
         logits=torch.cat(zs).numpy() * scale,  # the model's output times logit_scale
         targets=as_labels(f"{name} labels", torch.cat(ys).numpy()),
+        read=read,
     )
 
 
-def _forward(model, splits, layer, features, device, batch_size, scale) -> dict[str, _Pass]:
-    """One pass over each split ``{key: (argument name, data)}`` under ``torch.no_grad()`` in
-    ``model.eval()``, the training mode restored after."""
+def _forward(model, splits, layer, features, dev, batch_size, scale, counts, hint):
+    """One pass over each split ``{key: (argument name, data)}``, no grad, in ``model.eval()``
+    on ``dev`` = (device, move the model there), its first batch checked; the mode restored."""
     import torch
 
+    def first(out, tap, name):
+        return inputs.check_first_batch(
+            out, tap, layer, name, features_given=features is not None, counts=counts, hint=hint
+        )
+
+    device, move = dev
+    if move:
+        model.to(device)
     was_training = model.training
     model.eval()
+    passes = {}
     try:
         with torch.no_grad():
-            return {
-                key: _run(
+            for key, (name, data) in splits.items():
+                passes[key] = _run(
                     model,
                     data,
+                    key,
                     name,
                     layer=layer,
                     features=features,
                     device=device,
                     batch_size=batch_size,
                     scale=scale,
+                    first=None if passes else first,
                 )
-                for key, (name, data) in splits.items()
-            }
     finally:
         model.train(was_training)
+    return passes
 
 
-def _prepare(model, device, logit_scale, features, batch_size):
+def _prepare(model, device, logit_scale, features, batch_size, layer):
+    """The checked arguments: the classifier layer read, the scale, ``(device, move)``."""
     import torch
 
-    from palviz.evaluation import resolve_device
-
-    layer = find_classifier(model)
-    if layer is None and features is None:
+    chosen = inputs.choose_layer(model, layer, find_classifier(model))
+    if chosen is None and features is None:
         raise invalid(
             "model",
             f"a {type(model).__name__} with no nn.Linear layer or palviz head",
@@ -289,13 +264,12 @@ def _prepare(model, device, logit_scale, features, batch_size):
         raise invalid("features", features, "None or a function x -> features (batch, d)")
     scale = 1.0 if logit_scale is None else check_positive("logit_scale", logit_scale)
     check_int("batch_size", batch_size, 1)
-    if device is None:
+    dev = inputs.check_device(device)
+    if dev is None:
         first = next(model.parameters(), None)
         dev = first.device if first is not None else torch.device("cpu")
-    else:
-        dev = resolve_device(device)
-        model.to(dev)
-    return layer, scale, dev
+    read = inputs.Layer.of(model, chosen, _rows_module(chosen), layer is not None)
+    return read, scale, (dev, device is not None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -394,18 +368,18 @@ def _reliability(split, p, bins):
     return pd.DataFrame({"split": split, "bin": np.arange(bins), **r})
 
 
-def _training_counts(passes: dict[str, _Pass], k: int, class_counts: Any) -> np.ndarray:
-    """The training counts (given, or counted from the training labels), after checking that
-    every label is a class of the model and that every class has a training sample."""
+def _training_counts(passes: dict[str, _Pass], k: int, counts: np.ndarray | None) -> np.ndarray:
+    """The training counts (given, or counted from the labels), once every label is a class,
+    every class has a training sample and the counts do not order the classes against them."""
     for name, p in passes.items():
         as_labels("data labels" if name == "train" else "test labels", p.targets, k)
     observed = np.bincount(passes["train"].targets, minlength=k)
     missing = np.flatnonzero(observed == 0)
     if missing.size:
         raise invalid("data", f"no sample of classes {missing.tolist()}", "every class present")
-    counts = check_class_counts("class_counts", observed if class_counts is None else class_counts)
-    if counts.size != k:
-        raise invalid("class_counts", f"{counts.size} counts", f"one count per class ({k})")
+    if counts is None:
+        return observed.astype(np.float64)
+    inputs.check_counts_order(counts, observed)
     return counts
 
 
@@ -421,10 +395,10 @@ def _split_note(passes: dict[str, _Pass], k: int, center: str) -> str:
     return note
 
 
-def _scale_note(layer, scale) -> str:
+def _scale_note(head, scale) -> str:
+    """The first note: the scale of the logits, ``head`` the module of the class vectors."""
     from palviz.heads import AnchoredHead, CosineHead
 
-    head = _rows_module(layer)
     own = getattr(head, "scale", None)
     cosine = isinstance(head, CosineHead) or (isinstance(head, AnchoredHead) and head.normalize)
     note = f"logits = model output x logit_scale = {scale:g}"
@@ -451,51 +425,77 @@ def diagnose(
     bins: int = 15,
     batch_size: int = 256,
     device: str | torch.device | None = None,
+    layer: str | nn.Module | None = None,
 ) -> Diagnosis:
     r"""Diagnose a trained classifier: accuracy, neural collapse, classifier geometry,
     calibration and margins, overall and per shot group.
 
     Args:
-        model: any ``nn.Module`` mapping a batch to logits `[B, K]`; its features are the
-            input of its classifier layer (see the module), or ``features(x)``.
+        model: any ``nn.Module`` mapping a batch to logits `[B, K]` (not probabilities: a
+            model ending in a softmax is refused); its features are the input of its
+            classifier layer (see the module), or ``features(x)``.
         data: the **training** split, where neural collapse is measured (as Papyan et al. do):
-            a ``DataLoader`` yielding ``(x, y)`` (further items ignored) or an ``(x, y)``
-            tuple of tensors (then cut into ``batch_size`` batches). Every class must occur.
-        class_counts: training samples per class `[K]` for the shot groups (many > 100,
-            medium 20-100, few < 20, :func:`palviz.metrics.shot_groups`); default: counted
-            from ``data``'s labels.
+            a ``DataLoader`` yielding ``(x, y)`` or ``(x, y, index)`` (further items ignored;
+            ``(index, x, y)`` is refused) or an ``(x, y)`` tuple of tensors (``y`` may be a
+            NumPy array; cut into ``batch_size`` batches). Labels are integer class indices:
+            float and bool labels are refused, never rounded. Every class must occur.
+        class_counts: the training samples of each of the K classes, `[K]`, for the shot groups
+            (many > 100, medium 20-100, few < 20, :func:`palviz.metrics.shot_groups`); default:
+            counted from ``data``'s labels. Refused: labels (``diagnose(model, x, y)`` for
+            ``diagnose(model, (x, y))``), other than K counts, counts ordering two classes
+            against ``data``'s labels (over twice the other's count, under half its samples in
+            ``data``; a uniform sub-sample of the training split passes).
         test: an optional second split, measured beside it (NC1-NC3 with its own class means,
             NC4 against the training class means; NC measures left out if a class is absent).
-        features: a callable ``x -> h`` `[B, d]` instead of the hook.
+        features: a callable ``x -> h`` `[B, d]` instead of the hook; the class vectors are
+            then read only if the classifier layer's output is the logits (else noted).
         logit_scale: factor on the model's output (default 1.0; 30 for a cosine head trained
             with LDAM / ELM at $s = 30$).
         center: $\mu_G$ as the mean of the class means (``"class_means"``, default) or of the
             samples (``"samples"``), see :mod:`palviz.collapse`.
         bins: confidence bins of the ECE (15, Guo et al. 2017).
         batch_size: samples per forward pass for a tuple ``data``.
-        device: where to run (the model is moved there); default: where its parameters are.
+        device: where to run (the model is moved there), one this machine has; default:
+            where its parameters are.
+        layer: the classifier layer, a name of ``model.named_modules()`` (``"fc"``,
+            ``"head"``) or a module of the model; default: :func:`find_classifier`'s. Its input
+            is the features, its rows (if it is or holds an ``nn.Linear`` or a palviz head) the
+            class vectors $W$.
 
     Runs under ``torch.no_grad()`` in ``model.eval()`` and restores the training mode after;
-    the features and logits are taken to the CPU in float64 for the measures.
+    the features and logits are taken to the CPU in float64 for the measures. The first batch
+    is checked before the rest runs: the model's output must be the classifier layer's, up to a
+    constant per row (else the features and $W$ read would be another layer's: pass ``layer=``
+    or ``features=``), with one logit per class count. Non-finite logits or features stop the
+    run, naming the split and the first bad sample. The :class:`Diagnosis` names the layer
+    read in ``layer`` and in ``notes`` (:mod:`palviz.diagnosis_inputs` has every check).
     """
     import pandas as pd
 
     check_choice("center", center, collapse.CENTERS)
     check_int("bins", bins, 1)
-    layer, scale, dev = _prepare(model, device, logit_scale, features, batch_size)
+    read, scale, dev = _prepare(model, device, logit_scale, features, batch_size, layer)
+    n = inputs.check_split("data", data, class_counts)
+    if test is not None:
+        inputs.check_split("test", test)
+    counts, hint = inputs.check_counts(class_counts, n)
     splits = {"train": ("data", data)} | ({} if test is None else {"test": ("test", test)})
-    passes = _forward(model, splits, layer, features, dev, batch_size, scale)
-    W, _ = _weights(layer)
+    passes = _forward(model, splits, read, features, dev, batch_size, scale, counts, hint)
+    rows_read = passes["train"].read
+    W = read.class_vectors() if rows_read else None
     k = passes["train"].logits.shape[1]
     if W is not None and W.shape[0] != k:
         raise invalid("model", f"{W.shape[0]} classifier rows and {k} logits", "one row per logit")
-    counts = _training_counts(passes, k, class_counts)
+    counts = _training_counts(passes, k, counts)
     groups = metrics.shot_groups(counts)
     group_of = np.empty(k, dtype=object)
     for name, cls in groups.items():
         group_of[cls] = name
     rows, means = _split_rows("train", passes["train"], k, W, groups, center, bins, None)
-    notes = [_scale_note(layer, scale)]
+    notes = [
+        _scale_note(read.rows if rows_read else None, scale),
+        inputs.layer_note(read, rows_read, features is not None),
+    ]
     if "test" in passes:
         test_rows, _ = _split_rows("test", passes["test"], k, W, groups, center, bins, means)
         rows += test_rows
@@ -516,19 +516,21 @@ def diagnose(
         logit_scale=scale,
         split_note=split_note,
         notes=tuple(notes),
+        layer=read.path if rows_read else None,
     )
 
 
 # ----------------------------------------------------------------------------------------------
 # post-hoc re-balancing
 # ----------------------------------------------------------------------------------------------
-def _tau_logits(layer: nn.Module, h: np.ndarray, tau: float, scale: float) -> np.ndarray:
-    """The layer's logits on ``h`` with its rows tau-normalised, on the CPU in float64."""
+def _tau_logits(module: nn.Module, h: np.ndarray, tau: float, scale: float) -> np.ndarray:
+    """The logits of the class vectors' module on ``h`` with its rows tau-normalised, on the
+    CPU in float64."""
     import torch
 
     from palviz.heads import LinearHead
 
-    head = copy.deepcopy(_rows_module(layer)).to("cpu", torch.float64)
+    head = copy.deepcopy(module).to("cpu", torch.float64)
     rows = head.fc.weight if isinstance(head, LinearHead) else head.weight
     with torch.no_grad():
         rows.copy_(torch.as_tensor(calibration.tau_normalize(rows.detach().numpy(), tau)))
@@ -546,6 +548,7 @@ def post_hoc(
     logit_scale: float | None = None,
     batch_size: int = 256,
     device: str | torch.device | None = None,
+    layer: str | nn.Module | None = None,
 ) -> pd.DataFrame:
     r"""Accuracy per shot group on ``test`` before and after post-hoc re-balancing.
 
@@ -556,7 +559,8 @@ def post_hoc(
 
     Each $\tau$ is chosen on ``held_out`` (a balanced validation split, never ``test``) by
     :func:`palviz.calibration.choose_tau`. ``held_out`` and ``test`` take the forms of
-    :func:`diagnose`'s ``data``; ``class_counts`` are the training counts $n_j$.
+    :func:`diagnose`'s ``data``; ``class_counts`` are the training counts $n_j$, one per logit;
+    ``features``, ``layer`` and the checks are :func:`diagnose`'s.
 
     Returns:
         ``DataFrame`` with columns ``method`` (``"none"``, ``"logit adjustment"``,
@@ -566,24 +570,25 @@ def post_hoc(
     """
     import pandas as pd
 
+    read, scale, dev = _prepare(model, device, logit_scale, features, batch_size, layer)
+    inputs.check_split("held_out", held_out)
+    inputs.check_split("test", test)
     counts = check_class_counts("class_counts", class_counts)
-    layer, scale, dev = _prepare(model, device, logit_scale, features, batch_size)
     splits = {"held_out": ("held_out", held_out), "test": ("test", test)}
-    passes = _forward(model, splits, layer, features, dev, batch_size, scale)
+    hint = "if they are labels, pass each split as (x, y)"
+    passes = _forward(model, splits, read, features, dev, batch_size, scale, counts, hint)
     val, tst = passes["held_out"], passes["test"]
     k = counts.size
-    if tst.logits.shape[1] != k:
-        raise invalid("class_counts", f"{k} counts", f"one per logit ({tst.logits.shape[1]})")
     methods: list[tuple[str, float, np.ndarray]] = [("none", float("nan"), tst.logits)]
     tau, _ = calibration.choose_tau(
         lambda t: calibration.logit_adjust(val.logits, counts, t), val.targets, taus
     )
     methods.append(("logit adjustment", tau, calibration.logit_adjust(tst.logits, counts, tau)))
-    if _rows_module(layer) is not None and features is None:
+    if read.rows is not None and features is None:  # the rows' output is the logits (checked)
         tau, _ = calibration.choose_tau(
-            lambda t: _tau_logits(layer, val.features, t, scale), val.targets, taus
+            lambda t: _tau_logits(read.rows, val.features, t, scale), val.targets, taus
         )
-        methods.append(("tau-normalisation", tau, _tau_logits(layer, tst.features, tau, scale)))
+        methods.append(("tau-normalisation", tau, _tau_logits(read.rows, tst.features, tau, scale)))
     rows = []
     for method, t, z in methods:
         preds = z.argmax(axis=1)

@@ -564,3 +564,226 @@ def test_bad_arguments_raise_clear_errors():
         calibration.logit_adjust(np.ones((2, 4)), [1, 2, 3])
     with pytest.raises(ValueError, match="taus must be a non-empty sequence"):
         calibration.choose_tau(lambda t: PROBS, TARGETS, [])
+
+
+# ----------------------------------------------------------------------------------------------
+# what diagnose reads and what it refuses (palviz.diagnosis_inputs)
+# ----------------------------------------------------------------------------------------------
+class Net(nn.Module):
+    """A body and a classifier layer ``fc``, named as torchvision names them."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(6)
+        self.body = nn.Sequential(nn.Linear(6, 8), nn.ReLU())
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(self.body(x))
+
+
+class CustomHead(nn.Module):
+    """A head holding its own class vectors as a Parameter, no nn.Linear: logits 2 x W^T h."""
+
+    def __init__(self, d, k):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(k, d, generator=torch.Generator().manual_seed(7)))
+
+    def forward(self, x):
+        return x @ self.W.T * 2
+
+
+def ten_classes(per_class=5):
+    g = torch.Generator().manual_seed(8)
+    y = torch.arange(10).repeat(per_class)
+    return torch.randn(len(y), 8, generator=g) + y[:, None].float(), y
+
+
+def test_diagnose_names_the_layer_it_read_and_takes_one_by_name_or_module():
+    model = Net()
+    x, y = vectors()
+    d = diagnose(model, (x, y))
+    assert d.layer == "fc" and "'fc' (Linear, weight (4, 8))" in d.notes[1]
+    for layer in ("fc", model.fc):
+        assert diagnose(model, (x, y), layer=layer).frame.equals(d.frame)
+    anchored = diagnose(classifier_with_anchored_head(normalize=False), (x, y))
+    assert anchored.layer == "head" and "'head' (AnchoredHead, weight (4, 12))" in anchored.notes[1]
+    with pytest.raises(ValueError, match=r"layer must be the name of a module of the model") as e:
+        diagnose(model, (x, y), layer="fc2")
+    assert "'body.0', 'fc'" in str(e.value) and str(e.value).endswith("got 'fc2'")
+    with pytest.raises(ValueError, match="layer must be a module of the model, got a Linear that"):
+        diagnose(model, (x, y), layer=nn.Linear(8, 4))
+    with pytest.raises(TypeError, match="layer must be None, a module name .* got an int"):
+        diagnose(model, (x, y), layer=3)
+
+
+def test_diagnose_refuses_logits_that_its_classifier_layer_does_not_output():
+    model = nn.Sequential(nn.Linear(8, 10), CustomHead(10, 10))  # the Linear has K = 10 outputs
+    x, y = ten_classes()
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y))
+    message = str(e.value)
+    assert message.startswith("layer must be the module whose output is the model's logits")
+    assert "got '0' (Linear, weight (10, 8)), found by find_classifier" in message
+    assert "differ by up to" in message and "pass layer=" in message and "features=" in message
+    # the head named: its input is read as the features, no class vectors (noted)
+    d = diagnose(model, (x, y), layer="1")
+    with torch.no_grad():
+        h = model[0](x).double().numpy()
+    assert d.layer == "1" and "'1' (CustomHead)" in d.notes[1] and d.cosines is None
+    assert d.value("NC1") == pytest.approx(ref_nc1(h, y.numpy(), 10, "class_means"), rel=TOL)
+    assert "NC3" not in set(d.frame.metric)
+    # features= given: the Linear's rows are not read, and the notes say why
+    d = diagnose(model, (x, y), features=model[0])
+    assert d.layer is None and d.cosines is None and "not the model's logits" in d.notes[1]
+    assert d.value("NC1") == pytest.approx(ref_nc1(h, y.numpy(), 10, "class_means"), rel=TOL)
+    # a Classifier whose head is an MLP: its input is not the input of its last Linear
+    torch.manual_seed(9)
+    mlp = nn.Sequential(nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 4))
+    model = Classifier(nn.Sequential(nn.Linear(6, 12), nn.ReLU()), mlp, 12)
+    x, y = vectors()
+    with pytest.raises(ValueError, match=r"the inputs of 'head' \(the features\) and 'head.2'"):
+        diagnose(model, (x, y))
+    assert diagnose(model, (x, y), layer="head.2").layer == "head.2"
+    # a log-softmax after the layer shifts each row by a constant: the same measures
+    torch.manual_seed(10)
+    logsoftmax = nn.Sequential(nn.Linear(6, 4), nn.LogSoftmax(dim=1))
+    d = diagnose(logsoftmax, (x, y))
+    assert d.layer == "0" and d.value("ECE") == pytest.approx(
+        diagnose(logsoftmax[0], (x, y)).value("ECE"), abs=TOL
+    )
+
+
+def test_diagnose_refuses_probabilities():
+    torch.manual_seed(11)
+    model = nn.Sequential(nn.Linear(6, 4), nn.Softmax(dim=1))
+    x, y = vectors()
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y))
+    message = str(e.value)
+    assert message.startswith("model must be a model whose outputs are logits")
+    assert "got outputs that look like probabilities" in message
+    assert "remove the final softmax" in message and "model[:-1]" in message
+    assert diagnose(model[:-1], (x, y)).layer == "0"
+
+
+@pytest.mark.parametrize(
+    "labels, dtype",
+    [
+        (lambda y: y.float(), "torch.float32"),  # whole numbers, still refused
+        (lambda y: y.numpy().astype(np.float64), "float64"),
+        (lambda y: y % 2 == 0, "torch.bool"),
+    ],
+)
+def test_diagnose_refuses_labels_that_are_not_integers(labels, dtype):
+    model = Net()
+    x, y = vectors()
+    rule = r"integer class indices \(an integer tensor or array\), got dtype " + dtype
+    with pytest.raises(ValueError, match="the labels of data must be " + rule):
+        diagnose(model, (x, labels(y)))
+    with pytest.raises(ValueError, match="the labels of test must be " + rule):
+        diagnose(model, (x, y), test=(x, labels(y)))
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, torch.as_tensor(labels(y))), batch_size=64
+    )
+    with pytest.raises(ValueError, match="the labels of data must be integer class indices"):
+        diagnose(model, loader)
+    d = diagnose(model, (x, y.numpy().astype(np.int32)))  # integer arrays are read as they are
+    assert d.value("accuracy") == diagnose(model, (x, y)).value("accuracy")
+
+
+def test_diagnose_refuses_labels_passed_as_class_counts():
+    model = Net()
+    x, y = vectors()
+    n = len(y)
+    with pytest.raises(ValueError) as e:
+        diagnose(model, x, y)  # for diagnose(model, (x, y))
+    message = str(e.value)
+    assert message.startswith("class_counts must be the training counts of the K classes")
+    assert f"a tensor of shape ({n},), torch.int64: [0, 0, 0" in message  # shortened
+    assert f"one entry per sample of data ({n})" in message
+    assert "call diagnose(model, (x, y))" in message
+    with pytest.raises(ValueError, match=r"class_counts must be counts > 0 .*diagnose\(model, "):
+        diagnose(model, (x, y), y)
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y), class_counts=[150, 40, 12])
+    message = str(e.value)
+    assert message.startswith("class_counts must be one count per class (4): the training")
+    assert "got [150.0, 40.0, 12.0]" in message and "diagnose(model, (x, y))" in message
+    with pytest.raises(ValueError, match=r"data must be a torch DataLoader.*got a Tensor of shape"):
+        diagnose(model, x)
+
+
+def test_diagnose_refuses_class_counts_ordered_against_the_training_labels():
+    model = Net()
+    x, y = vectors()  # 150, 40, 12 and 6 samples
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y), [6, 12, 40, 150])
+    message = str(e.value)
+    assert message.startswith("class_counts must be the training counts per class, in the order")
+    assert "class 3 is given 150 and class 0 6, but data holds 6 samples of class 3" in message
+    assert "class_counts order the classes [3, 2, 1, 0], data's labels [0, 1, 2, 3]" in message
+    # counts of a training split that data sub-samples uniformly are read as given
+    d = diagnose(model, (x[::3], y[::3]), [150, 40, 12, 6])
+    assert d.per_class["count"].tolist()[:4] == [150, 40, 12, 6]
+    assert d.value("accuracy", group="many") >= 0.0
+    # two classes near each other in count may swap without a factor 2 between them
+    diagnose(model, (x, y), [150, 40, 6, 12])
+
+
+def test_diagnose_names_the_split_and_sample_of_non_finite_values():
+    model = Net()
+    x, y = vectors()
+    xt = x.clone()
+    xt[17] = float("nan")
+    with pytest.raises(ValueError, match="logits of split 'test' are not finite from sample 17 "):
+        diagnose(model, (x, y), test=(xt, y), batch_size=10)
+
+    def features(v):
+        h = model.body(v).clone()
+        h[3] = float("inf")
+        return h
+
+    with pytest.raises(ValueError, match="features of split 'train' are not finite from sample 3"):
+        diagnose(model, (x, y), features=features, batch_size=64)
+
+
+def test_diagnose_refuses_index_first_batches_a_tensor_as_features_and_a_missing_device(
+    monkeypatch,
+):
+    model = Net()
+    x, y = vectors()
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(len(y)), x, y), batch_size=64
+    )
+    with pytest.raises(ValueError) as e:
+        diagnose(model, loader)
+    message = str(e.value)
+    assert message.startswith("data must be a DataLoader yielding (x, y) or (x, y, index) batches")
+    assert "look like (index, x, y)" in message and "reorder its items to (x, y, index)" in message
+    h = torch.randn(len(y), 8)
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y), features=h)
+    message = str(e.value)
+    assert message.startswith("features must be None or a function x -> features")
+    assert f"got a tensor of shape ({len(y)}, 8), torch.float32: [" in message
+    assert "..." in message and len(message) < 250  # never the whole tensor
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError) as e:
+        diagnose(model, (x, y), device="cuda")
+    assert str(e.value) == (
+        "device must be None (where the model's parameters are), 'auto' or a device this "
+        "machine has: ['cpu'], got 'cuda'"
+    )
+    assert next(model.parameters()).device.type == "cpu"  # refused before any work
+
+
+def test_post_hoc_takes_the_layer_and_checks_its_class_counts():
+    torch.manual_seed(12)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    x, y = vectors((10, 10, 10, 10), seed=7)
+    counts = [150, 40, 12, 6]
+    table = post_hoc(model, (x, y), (x, y), counts, taus=[0.0, 1.0], layer="2")
+    assert "tau-normalisation" in set(table.method)
+    with pytest.raises(ValueError, match=r"class_counts must be one count per class \(4\)"):
+        post_hoc(model, (x, y), (x, y), counts[:3])
