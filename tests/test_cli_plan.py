@@ -30,8 +30,9 @@ def _record_grouped(groups, **_):
     raise _Asked([s for specs in groups.values() for s in specs])
 
 
-def asked_by_notebook(number: str) -> list:
-    """The specs notebook ``number`` passes to the run cache, from its own cells."""
+def asked_by_notebook(number: str, **parameters) -> list:
+    """The specs notebook ``number`` passes to the run cache, from its own cells, with
+    ``parameters`` set after its parameters cell (as papermill sets them)."""
     (path,) = (ROOT / "notebooks").glob(f"{number}_*.ipynb")
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     namespace = {"__name__": "__notebook__"}
@@ -41,6 +42,8 @@ def asked_by_notebook(number: str) -> list:
             exec(compile(source, f"{path.name}", "exec"), namespace)  # noqa: S102
         except _Asked as asked:
             return asked.specs
+        if "parameters" in cell["metadata"].get("tags", []):
+            namespace.update(parameters)
     raise AssertionError(f"{path.name} never called run_many or run_grouped")
 
 
@@ -140,3 +143,22 @@ def test_notebook_07_keeps_the_noise_rates_it_is_given_in_its_tables_and_sweep()
     assert {s.noise_rate for s in full["sweep"]} == {0.2, 0.4, 0.6, 0.8}
     with pytest.raises(ValueError, match=r"^rates \(0\.6,\): no asymmetric rate"):
         plan.experiment("07", "full", rates=(0.6,))
+
+
+def test_notebook_06_trains_the_ratios_it_is_given_and_its_replication_its_own(
+    recording, monkeypatch
+):
+    default = plan.experiment_specs("06", "smoke")
+    cut = plan.experiment_specs("06", "smoke", ratios=(10,))
+    assert {s.imbalance_ratio for s in default} == {100}
+    assert {s.imbalance_ratio for s in cut} == {10}
+    assert [(s.label, s.seed) for s in cut] == [(s.label, s.seed) for s in default]
+    named = plan.experiment_specs("06", "smoke", ratios=(100,))
+    assert [s.key() for s in named] == [s.key() for s in default]
+    monkeypatch.setenv("PALVIZ_PROFILE", "smoke")
+    assert [s.key() for s in asked_by_notebook("06", RATIOS=(10,))] == [s.key() for s in cut]
+    full = plan.experiment("06", "full", ratios=(10, 1))
+    for name in ("grid", "axis", "block"):
+        assert {s.imbalance_ratio for s in full[name]} == {10, 1}
+    quick = recipes.long_tailed_setup("quick")["ratios"]
+    assert {s.imbalance_ratio for s in full["replication"]} == set(quick)

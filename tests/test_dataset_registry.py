@@ -1,7 +1,8 @@
 """A dataset is declared once (palviz.data.register_dataset): the built-ins and a user's own, named
 by a module; a run whose network cannot read its dataset is refused when its spec is made, before
-anything is written; notebooks 06, 07, 08 and ``palviz plan`` take the datasets to train; and
-notebook 06, executed through papermill, trains a dataset a user's module registers."""
+anything is written; notebooks 06, 07, 08 and ``palviz plan`` take the datasets to train (06 also
+the ratios, for a dataset too small to cut at rho = 100); and notebook 06, executed through
+papermill, trains a dataset a user's module registers."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from palviz import cli
 from palviz import data as pdata
 from palviz.data import registry
 from palviz.experiments import plan, recipes
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runcache import RunSpec, run
 
 #: A module a user would write: one call declares a dataset of 40-d vectors (4 Gaussian
 #: blobs, 200 training and 60 test samples a class), which the 1-D nets read.
@@ -73,6 +74,13 @@ def runs(tmp_path, monkeypatch):
 def _vectors(split, root=None, download=False):
     n = 30 if split == "train" else 10
     return torch.zeros(n, 40), torch.arange(n) % 3
+
+
+def _few(split, root=None, download=False):
+    """4 classes of 20 training samples (15 after smoke's held-out 5): too few for rho = 100."""
+    n = 20 if split == "train" else 5
+    x = torch.randn(4 * n, 40, generator=torch.Generator().manual_seed(n))
+    return x, torch.arange(4 * n) % 4
 
 
 # --------------------------------------------------------------------------- the registry
@@ -307,6 +315,17 @@ def test_digits_lt_runs_everywhere_in_06_its_replication_included():
     assert {(s.dataset, s.arch) for s in specs} == {("digits", "cnn_digits")}
     noisy = plan.experiment("07", "smoke", datasets=("digits",))
     assert {s.dataset for group in noisy.values() for s in group} == {"digits"}
+
+
+def test_a_dataset_too_small_for_rho_100_trains_in_06_at_the_ratios_given(registry_copy, runs):
+    pdata.register_dataset("few", _few, num_classes=4, shape=(40,))
+    at_100 = plan.experiment_specs("06", "smoke", datasets=("few",))
+    with pytest.raises(ValueError, match=r"^imbalance_ratio=100.0 with n_max=15 rounds the tail"):
+        run(at_100[0])
+    specs = plan.experiment_specs("06", "smoke", datasets=("few",), ratios=(10,))
+    assert [s.label for s in specs] == [s.label for s in at_100]
+    assert {(s.dataset, s.imbalance_ratio) for s in specs} == {("few", 10)}
+    assert run(specs[0]).metrics["train_counts"] == [15, 6, 3, 1]
 
 
 def test_plan_takes_the_datasets_of_06_07_08(tmp_path, monkeypatch, capsys):

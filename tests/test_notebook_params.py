@@ -217,6 +217,21 @@ def test_profile_dependent_and_unknown_values_are_refused_with_the_allowed_ones(
         check_parameters("02", **_with("02", "K_MAJOR", 1))
 
 
+def test_a_ratio_below_1_a_string_or_a_repeat_is_refused_naming_ratios():
+    rule = "None or a tuple of distinct numbers >= 1"
+    for value, detail in (((0.5,), "; 0.5 is out of range"), ((10, 10.0), "; repeats found")):
+        with pytest.raises(ValueError) as error:
+            check_parameters("06", **_with("06", "RATIOS", value))
+        assert str(error.value) == f"RATIOS must be {rule}{detail}, got {value!r}"
+        assert not isinstance(error.value, ArgumentTypeError)
+    for value in (0.5, "10", ("10",), (True,)):
+        with pytest.raises(ArgumentTypeError) as error:
+            check_parameters("06", **_with("06", "RATIOS", value))
+        assert str(error.value) == f"RATIOS must be {rule}, got {value!r}"
+    checked = check_parameters("06", **_with("06", "RATIOS", [10, 2.5]))
+    assert checked["RATIOS"] == (10, 2.5)
+
+
 def test_lists_are_taken_for_tuples_and_returned_as_tuples():
     checked = check_parameters("03", **_with("03", "WEIGHT_DECAYS", [0.0, 1e-3]))
     assert checked["WEIGHT_DECAYS"] == (0.0, 1e-3)

@@ -15,6 +15,7 @@ The parameters every training notebook accepts (``None`` keeps the profile's val
 - ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
   with CE and has ``weight_decays`` instead of ``weight_decay``);
 - ``rates`` (07): the noise rates its tables and sweep keep;
+- ``ratios`` (06): the imbalance ratios of its grid (its replication keeps its own);
 - ``datasets`` (06, 07, 08): the datasets trained instead of the profile's, each a registered
   dataset (:func:`palviz.data.register_dataset`) with its network
   (:func:`palviz.experiments.recipes.network_for`); ``palviz plan --datasets`` sets it.
@@ -115,6 +116,7 @@ def long_tailed_groups(
     pal_methods: Iterable[str] | None = None,
     *,
     seeds: Any = None,
+    ratios: Any = None,
     datasets: Any = None,
     **train: Any,
 ) -> dict[str, list[RunSpec]]:
@@ -122,8 +124,10 @@ def long_tailed_groups(
     ``pal_methods`` with PAL, at every dataset, ratio and seed of the profile; and for each
     prototype orientation of ``orientations``, CE + PAL with that orientation. Defaults: the
     profile's; given ``methods`` only, ``pal_methods`` defaults to the profile's PAL methods
-    among them (and orientations to none unless CE is among them). ``datasets`` replaces the
-    profile's datasets everywhere, in the replication too."""
+    among them (and orientations to none unless CE is among them). ``seeds`` and ``ratios``
+    replace the profile's in the grid and the orientations, not in the replication (its
+    profile's); ``datasets`` replaces the profile's datasets everywhere, in the replication
+    too."""
     profile = resolve_profile(profile)
     setup = recipes.long_tailed_setup(profile, datasets)
     if methods is None:
@@ -138,9 +142,11 @@ def long_tailed_groups(
         turned = tuple(orientations)
         if turned and "CE" not in pal:
             raise invalid("orientations", orientations, "empty unless 'CE' is among pal_methods")
-    seeds_ = _or(seeds, setup["seeds"])
+    seeds_, ratios_ = _or(seeds, setup["seeds"]), _or(ratios, setup["ratios"])
     changes = train_overrides(**train)
-    common = dict(profile=profile, seeds=seeds_, datasets=setup["datasets"], **changes)
+    common = dict(
+        profile=profile, seeds=seeds_, ratios=ratios_, datasets=setup["datasets"], **changes
+    )
     grid = recipes.lt_grid(chosen, pal=(False,), **common)
     if pal:
         grid += recipes.lt_grid(pal, pal=(True,), **common)

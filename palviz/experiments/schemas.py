@@ -202,6 +202,20 @@ _TRAIN_67 = {
     "WEIGHT_DECAY": replace(_WEIGHT_DECAY, max=None, rule="None or a number >= 0"),
     "BATCH_SIZE": _BATCH_SIZE,
 }
+# 06: the imbalance ratios, as SEEDS (a dataset too small to cut at rho = 100 runs at (10,)).
+_RATIOS = Parameter(
+    "reals",
+    "None or a tuple of distinct numbers >= 1",
+    "the imbalance ratios rho of every table, figure and claim (1 is balanced); None keeps "
+    "the profile's",
+    # rho = 1, the largest training set, at the high edge, whose BATCH_SIZE is one step an epoch
+    ((10,), (1, 100)),
+    100,
+    none=True,
+    min=1,
+    min_len=1,
+    distinct=True,
+)
 
 #: Notebook number -> parameter -> its :class:`Parameter`, in the order of the notebook's
 #: parameters cell.
@@ -368,6 +382,7 @@ SCHEMAS: dict[str, dict[str, Parameter]] = {
             min_len=0,
         ),
         "SEEDS": _SEEDS,
+        "RATIOS": _RATIOS,
         **_TRAIN_67,
         "FIGURE_METHODS": _labels(
             "long-tailed labels",
