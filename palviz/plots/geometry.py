@@ -34,7 +34,7 @@ def plot_reachable_cosine(
 #: axis is logarithmic (NC1 falls by orders of magnitude as the classes collapse).
 COLLAPSE_PANELS = (
     ("nc1", r"NC1  $\mathrm{Tr}(\Sigma_W\Sigma_B^{+})/K$", True),
-    ("nc2_angles_means", "NC2  std of the class means' cosines (0: simplex)", False),
+    ("nc2_angles_means", "NC2  std of the class means' cosines (0: equiangular)", False),
     ("nc3", r"NC3  $\|W/\|W\|_F - M/\|M\|_F\|_F$", False),
     ("nc4", "NC4  classifier vs nearest class mean", False),
     ("ece", "ECE (15 bins)", False),
