@@ -185,9 +185,10 @@ def test_report_copies_the_results_and_writes_the_block_from_the_copies(project)
     table = claims_markdown(rows).rstrip("\n")
     assert table in block
     assert claims_explanation(rows).rstrip("\n") in block  # how to read it, generated
-    for epoch in ("last", "best"):  # both epochs, both p-values
-        for name in ("p (t)", "p (sign-flip)", "verdict"):
+    for epoch in ("last", "best"):  # both epochs, both p-values (in the folded table)
+        for name in ("p (t)", "p (sign-flip)"):
             assert f"{epoch}: {name}" in block
+    assert "difference [95 % CI], last epoch" in block and "best: verdict" in block
     assert "The verdicts rest on p (t)" in block and "0.25 for 3 pairs here" in block
     assert "| CE | 75.4 +- 1.7 |" in block and "\n### A heading\n" in block
     for words in (
