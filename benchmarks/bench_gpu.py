@@ -152,6 +152,9 @@ class Run:
 
 def _free(device: torch.device) -> None:
     if device.type == "cuda":
+        # CUDA starts lazily: its allocator must exist before its statistics are reset (in a
+        # fresh worker, resetting first fails with "Invalid device argument")
+        torch.cuda.init()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
 
