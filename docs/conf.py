@@ -57,6 +57,9 @@ mathjax2_config = {
 html_theme = "sphinx_book_theme"
 html_title = "palviz: learning from imperfect labels"
 html_show_sphinx = False
+# palviz.css: printed output wraps at the column and figures shrink to it (no sideways scrolling)
+html_static_path = ["_static"]
+html_css_files = ["palviz.css"]
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
