@@ -89,59 +89,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
     if getattr(args, "action", None) in ("pack", "unpack"):
-        from palviz.experiments import pack, unpack
-
-        try:
-            if args.action == "unpack":
-                done = unpack.unpack(args.file, force=args.force)
-            else:
-                selected = notebooks(args.only)
-                numbers = [p.name[:2] for p in selected]
-                rows = planned_runs(selected, args.profile)
-                target = args.output or pack.default_name(args.profile)
-                done = pack.pack(
-                    target,
-                    rows,
-                    profile=args.profile,
-                    notebooks=numbers,
-                    with_checkpoints=args.with_checkpoints,
-                )
-        except unpack.PackError as err:
-            if args.action == "unpack":
-                print(
-                    f"palviz runs unpack: {args.file}: {err}; refused, nothing was written "
-                    "to the run cache",
-                    file=sys.stderr,
-                )
-            else:
-                print(f"palviz runs pack: {err}; no archive written", file=sys.stderr)
-            return 2
-        missing = done.manifest["missing"]
-        if missing:
-            shown = "\n".join(
-                f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
-                for m in missing[:20]
-            )
-            more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
-            print(
-                f"warning: {len(missing)} planned run(s) of profile "
-                f"{done.manifest['profile']!r} are not in the archive (not cached when it "
-                f"was packed); `palviz figures` would train them:\n{shown}{more}",
-                file=sys.stderr,
-            )
-        if args.action == "unpack":
-            print(
-                f"unpacked {args.file}: {len(done.added)} run(s) added, "
-                f"{len(done.identical)} already cached (identical), {len(done.replaced)} "
-                f"replaced; profile {done.manifest['profile']!r}"
-            )
-        else:
-            what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
-            print(
-                f"packed {len(done.runs)} run(s) of profile {args.profile!r} ({what}) into "
-                f"{done.path}, {done.bytes / 1e6:.1f} MB"
-            )
-        return 0
+        return cmd_pack(args)
     if args.check:
         return cmd_check(args)
     if args.clear:
@@ -166,6 +114,62 @@ def cmd_runs(args: argparse.Namespace) -> int:
 NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    """``palviz runs pack`` and ``palviz runs unpack``."""
+    from palviz.experiments import pack
+
+    try:
+        if args.action == "unpack":
+            done = pack.unpack(args.file, force=args.force)
+            manifest = done.manifest
+        else:
+            selected = notebooks(args.only)
+            rows = planned_runs(selected, args.profile)
+            target = Path(args.output or pack.default_name(args.profile))
+            manifest = pack.pack(
+                target,
+                rows,
+                profile=args.profile,
+                notebooks=[p.name[:2] for p in selected],
+                with_checkpoints=args.with_checkpoints,
+            )
+    except pack.PackError as err:
+        unpacking = args.action == "unpack"
+        nothing = "nothing was added to the run cache" if unpacking else "no archive written"
+        print(f"palviz runs {args.action}: {err}; {nothing}", file=sys.stderr)
+        return 2
+    missing = manifest["missing"]
+    if missing:
+        shown = "\n".join(
+            f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
+            for m in missing[:20]
+        )
+        more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
+        print(
+            f"warning: {len(missing)} planned run(s) of profile "
+            f"{manifest['profile']!r} are not in the archive (not cached when it "
+            f"was packed); `palviz figures` would train them:\n{shown}{more}",
+            file=sys.stderr,
+        )
+    if args.action == "pack":
+        what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
+        print(
+            f"packed {len(manifest['runs'])} run(s) of profile {args.profile!r} ({what}) "
+            f"into {target}, {target.stat().st_size / 1e6:.1f} MB"
+        )
+        return 0
+    kept = " (--force replaces them)" if done.kept else ""
+    print(
+        f"unpacked {args.file}: {len(done.added)} run(s) added, {len(done.kept)} already "
+        f"cached and kept{kept}, {len(done.replaced)} replaced; profile "
+        f"{manifest['profile']!r}"
+    )
+    if not done.check:
+        return 0
+    print(f"checking the {len(done.check)} run(s) it added (palviz runs --check):")
+    return report_check(done.check, fix=False)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from palviz.experiments.cachedir import check_runs
 
@@ -173,6 +177,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not rows:
         print("no cached runs")
         return 0
+    return report_check(rows, fix=args.fix)
+
+
+def report_check(rows: list[dict], *, fix: bool) -> int:
+    """Print the rows of :func:`~palviz.experiments.cachedir.check_runs` that are not ok and
+    the counts; 1 when an entry is broken (and ``fix`` did not move it aside)."""
     for r in rows:
         if r["status"] != "ok":
             problem = r["problem"] or ("" if r.get("resumable", True) else NOTHING_TO_RESUME)
@@ -182,15 +192,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "broken")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
     empty = [r for r in rows if r.get("resumable") is False and not r.get("removed")]
-    if counts["broken"] and not args.fix:
+    if counts["broken"] and not fix:
         print("move the broken entries aside (to runs/.broken/) with: palviz runs --check --fix")
     if empty:
         print(
             f"{len(empty)} unfinished entr{'y' if len(empty) == 1 else 'ies'} "
             f"{NOTHING_TO_RESUME}"
-            + (": being trained now" if args.fix else "; remove with: palviz runs --check --fix")
+            + (": being trained now" if fix else "; remove with: palviz runs --check --fix")
         )
-    return 1 if counts["broken"] and not args.fix else 0
+    return 1 if counts["broken"] and not fix else 0
 
 
 def _slurm_extras(extra: list[str]) -> dict:
@@ -333,9 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
     a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
-    a = actions.add_parser("unpack", help="verify an archive of `runs pack`, add it to the cache")
+    a = actions.add_parser("unpack", help="add the runs of a `runs pack` archive to the cache")
     a.add_argument("file", metavar="FILE")
-    a.add_argument("--force", action="store_true", help="replace cached runs that differ")
+    a.add_argument("--force", action="store_true", help="replace the runs already cached")
     p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")

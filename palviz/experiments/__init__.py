@@ -27,8 +27,8 @@ subject modules it teaches. Its modules:
   tau-normalisation, tau chosen on held-out training samples)
 - :mod:`~palviz.experiments.claims` each paper claim, quoted, and the runs it reads;
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
-- :mod:`~palviz.experiments.pack` cached runs as one checked archive;
-  :mod:`~palviz.experiments.unpack` its format, and reading one back
+- :mod:`~palviz.experiments.pack` cached runs as one .tar.gz, and unpacking one into the
+  cache
 - :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
   ``docs/results/``
