@@ -36,7 +36,7 @@ from pathlib import Path
 
 import palviz
 from palviz.experiments.runcache import CACHE_SCHEMA
-from palviz.files import atomic_write, runs_dir
+from palviz.files import atomic_write, require_writable, runs_dir, storage_errors
 
 MANIFEST = "manifest.json"
 CHECKPOINT = "checkpoint.pt"
@@ -60,25 +60,22 @@ def pack(
     notebooks: Sequence[str] = (),
     with_checkpoints: bool = False,
 ) -> dict:
-    """Write the cached runs of ``rows`` (rows of :func:`palviz.experiments.plan.plan`: ``spec``,
-    ``notebooks`` and ``cached``, as ``palviz plan`` has them) into the archive ``path``,
+    """Write the cached runs of ``rows`` (the distinct runs of
+    :func:`palviz.experiments.plan.plan`: ``key``, ``spec``, ``notebooks``, and ``cached`` as
+    :func:`palviz.cli.sweep.planned_runs` adds it) into the archive ``path``,
     atomically (an interrupted pack leaves no file at ``path``). Rows not cached are listed
     in the manifest's ``missing``; returns the manifest. :class:`PackError` when none is
     cached."""
     path, root = Path(path), runs_dir()
     if path.is_dir():
         raise PackError(f"-o/--output {str(path)!r} is a folder; give the archive's file name")
-    runs: list[str] = []
-    missing: list[dict] = []
-    for row in rows:
-        key = row["spec"].key()
-        if key in runs or key in (m["key"] for m in missing):
-            continue
-        if row["cached"]:
-            runs.append(key)
-        else:
-            notes = list(row.get("notebooks", []))
-            missing.append({"key": key, "label": row["spec"].label, "notebooks": notes})
+    rows = list(rows)
+    runs = [row["key"] for row in rows if row["cached"]]
+    missing = [
+        {"key": row["key"], "label": row["spec"].label, "notebooks": row["notebooks"]}
+        for row in rows
+        if not row["cached"]
+    ]
     if not runs:
         raise PackError(
             f"no planned run of profile {profile!r} is cached in {root} "
@@ -150,16 +147,17 @@ def unpack(path: str | os.PathLike, *, force: bool = False) -> Unpacked:
             made = (manifest.get("palviz"), manifest.get("cache_schema"))
             if made != (palviz.__version__, CACHE_SCHEMA):
                 raise refused(f"was packed by palviz {made[0]} (cache schema {made[1]})")
-            root.mkdir(parents=True, exist_ok=True)
+            require_writable(root)  # a read-only cache: one clear error
             with tempfile.TemporaryDirectory(prefix=".unpack-", dir=root) as staging:
                 try:
-                    tar.extractall(staging, filter="data")
+                    with storage_errors(root):  # a full disk: one clear error
+                        tar.extractall(staging, filter="data")
                 except tarfile.FilterError as err:
                     raise refused(
                         f"holds {err.tarinfo.name!r}, which tarfile's data filter refuses: {err}"
                     ) from None
                 found = {p.name for p in Path(staging).iterdir()} - {MANIFEST}
-                if found != set(runs):
+                if found != set(runs) or len(runs) != len(found):  # each run once
                     raise refused(f"holds {sorted(found)}, not the runs {MANIFEST} lists {runs}")
                 done = Unpacked(manifest)
                 for key in runs:
