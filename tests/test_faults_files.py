@@ -232,7 +232,7 @@ def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
         cli_figures, "train_missing", lambda selected, profile: cli_figures.TrainingTime(0, 0, 0)
     )
 
-    def fails(path, profile, out_dir):
+    def fails(path, profile, out_dir, *_):
         failure = book.write_failure(new_notebook(), out_dir, path.stem, "OSError: x", profile)
         raise book.NotebookFailed(path.stem, failure, out_dir)
 

@@ -3,6 +3,7 @@
 ::
 
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
+                   [--rerun]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
                 [--estimate FILE]
@@ -21,8 +22,11 @@ machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab wou
 their figures in ``figures/`` and writes executed copies to ``build/<profile>/``, then builds
 the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz.book`).
 Training results come from the run cache (``runs/``), so a second ``figures`` only
-re-renders. Before anything starts it checks the downloaded datasets that the
-planned runs read (:func:`palviz.cli.figures.data_refusal`).
+re-renders, and it keeps the pages and files of a notebook whose inputs have not changed since
+its last good run (the notebook, the package, the installed libraries, the environment, the
+runs it reads: :func:`palviz.cli.figures.notebook_inputs`); ``--rerun`` runs every one.
+Before anything starts it checks the downloaded datasets that the planned runs read
+(:func:`palviz.cli.figures.data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,
 without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
@@ -319,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
+    )
+    p.add_argument(
+        "--rerun", action="store_true", help="run every notebook, also those with unchanged inputs"
     )
     p.set_defaults(func=cmd_figures)
     p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")

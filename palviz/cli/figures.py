@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from palviz.files import (
     figures_dir,
     project_root,
     publish,
+    runs_dir,
     storage_errors,
     write_json,
 )
@@ -129,7 +131,13 @@ def _client_class():
     return WatchedClient
 
 
-def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | None = None) -> float:
+def execute_notebook(
+    path: Path,
+    profile: str,
+    out_dir: Path,
+    timeout: int | None = None,
+    inputs: str | None = None,
+) -> float:
     """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``, in its folder as
     JupyterLab would; returns the seconds it took.
 
@@ -148,7 +156,7 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | Non
     start = time.perf_counter()
     for attempt in (1, 2):
         try:
-            _execute_once(path, profile, out_dir, timeout)
+            _execute_once(path, profile, out_dir, timeout, inputs)
             break
         except ReplyLost as lost:
             if attempt == 2:
@@ -157,9 +165,12 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | Non
     return time.perf_counter() - start
 
 
-def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None:
+def _execute_once(
+    path: Path, profile: str, out_dir: Path, timeout: int, inputs: str | None = None
+) -> None:
     """One try of :func:`execute_notebook`; a lost reply is a :class:`ReplyLost` whose cause
-    is the :class:`palviz.book.NotebookFailed` (the failure already recorded)."""
+    is the :class:`palviz.book.NotebookFailed` (the failure already recorded). ``inputs``
+    (:func:`notebook_inputs`) is recorded beside the executed copy, with the files it wrote."""
     import nbformat
 
     from palviz import book
@@ -182,8 +193,11 @@ def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None
                 )
                 client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
             replace_in_outputs(nb, *shown)
+            files = sorted(f.relative_to(stage).as_posix() for f in stage.rglob("*") if f.is_file())
             publish(stage, figures_base(), CLAIMS_MERGE)
             book.write_copy(nb, out_dir, path.stem, profile)
+            if inputs is not None:
+                write_json(out_dir / f"{path.stem}.inputs.json", {"inputs": inputs, "files": files})
         except Exception as err:
             replace_in_outputs(nb, *shown)
             error = book.error_line(err, replace=shown)
@@ -291,10 +305,69 @@ def figure_jobs(jobs: int | None, n_notebooks: int) -> int:
     return max(1, min(jobs, n_notebooks))
 
 
-def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) -> dict:
+#: What a notebook's run may read beside its own file and the package: the environment
+#: variables of these prefixes (``PALVIZ_FIGURES`` and ``PALVIZ_PROFILE`` are set per kernel).
+_INPUT_ENV = ("PALVIZ_", "PYTHONPATH")
+
+
+def notebook_inputs(path: Path, profile: str, planned: list[dict]) -> str:
+    """What a run of notebook ``path`` in ``profile`` depends on, as one SHA-256: the notebook,
+    every file of the palviz package, the profile, the ``PALVIZ_*`` and ``PYTHONPATH``
+    variables, the installed distributions and their versions, and the ``metrics.json`` of
+    each run of ``planned`` (:func:`palviz.cli.sweep.planned_runs`) that it reads, so a run
+    trained again (and every retrained run has new timings) runs it again."""
+    import hashlib
+    from importlib import metadata
+
+    import palviz
+
+    digest = hashlib.sha256()
+    for part in _input_parts(path, profile, planned, Path(palviz.__file__).parent, metadata):
+        digest.update(part if isinstance(part, bytes) else part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _input_parts(path, profile, planned, package, metadata) -> Iterator[bytes | str]:
+    yield from (path.read_bytes(), profile)
+    for file in sorted(package.rglob("*")):
+        if file.is_file() and "__pycache__" not in file.parts:
+            yield from (file.relative_to(package).as_posix(), file.read_bytes())
+    skip = ("PALVIZ_FIGURES", "PALVIZ_PROFILE")
+    env = (f"{k}={v}" for k, v in os.environ.items() if k.startswith(_INPUT_ENV) and k not in skip)
+    yield from sorted(env)
+    yield from sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    for row in planned:
+        if path.stem[:2] in row["notebooks"]:
+            metrics = runs_dir() / row["key"] / "metrics.json"
+            yield from (row["key"], metrics.read_bytes() if metrics.exists() else "not trained")
+
+
+def unchanged(path: Path, out_dir: Path, inputs: str) -> bool:
+    """Whether notebook ``path``'s last good run in ``out_dir`` had these ``inputs``
+    (:func:`notebook_inputs`) and every file it wrote into ``figures/`` is still there: then
+    running it again would give the same pages and files, and ``palviz figures`` keeps them."""
+    from palviz.book import read_failure
+
+    record = out_dir / f"{path.stem}.inputs.json"
+    ran = (out_dir / path.name).exists() and record.exists()
+    if not ran or read_failure(out_dir, path.stem):
+        return False
+    try:
+        last = json.loads(record.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    base = figures_base()
+    return last.get("inputs") == inputs and all((base / f).exists() for f in last["files"])
+
+
+def run_notebooks(
+    selected: list[Path], profile: str, out_dir: Path, jobs: int, inputs: dict | None = None
+) -> dict:
     """Execute ``selected`` with ``jobs`` kernels at a time, started in the notebooks' order;
-    return the seconds each took, in that order. The first error is raised once the
-    notebooks already started have finished (the others are not started)."""
+    return the seconds each took, in that order. ``inputs`` (stem -> :func:`notebook_inputs`)
+    is recorded beside each executed copy. The first error is raised once the notebooks
+    already started have finished (the others are not started)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from tqdm.auto import tqdm
@@ -310,7 +383,8 @@ def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) 
         while queue or running:
             while queue and len(running) < jobs:  # start the next ones, in order
                 path = queue.pop(0)
-                running[pool.submit(execute_notebook, path, profile, out_dir)] = path
+                stamp = (inputs or {}).get(path.stem)
+                running[pool.submit(execute_notebook, path, profile, out_dir, None, stamp)] = path
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             failed = [f for f in finished if f.exception() is not None]
             if failed:
@@ -358,6 +432,15 @@ def train_missing(selected: list[Path], profile: str) -> TrainingTime:
     start = time.perf_counter()
     run_many([r["spec"] for r in rows], desc=f"runs ({profile})")
     return TrainingTime(time.perf_counter() - start, len(rows), len(planned))
+
+
+def kept_times(kept: list[Path], profile: str) -> dict[str, float | None]:
+    """The seconds each ``kept`` notebook (not run again: :func:`unchanged`) took when it
+    last ran, from the timing record it left (:func:`palviz.timings.timing_record`)."""
+    from palviz.timings import timing_record
+
+    last = timing_record(profile)
+    return {p.stem: last.seconds(p.stem) if last else None for p in kept}
 
 
 def device_name() -> str:
@@ -470,7 +553,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
     total = time.perf_counter()
     try:
         training = train_missing(selected, args.profile)
-        times = run_notebooks(selected, args.profile, out_dir, jobs)
+        planned = planned_runs(selected, args.profile)
+        inputs = {p.stem: notebook_inputs(p, args.profile, planned) for p in selected}
+        kept = [] if args.rerun else [p for p in selected if unchanged(p, out_dir, inputs[p.stem])]
+        if kept:
+            names = " ".join(p.stem[:2] for p in kept)
+            print(f"notebooks {names}: unchanged since their last run, kept (--rerun runs them)")
+        todo = [p for p in selected if p not in kept]
+        times = run_notebooks(todo, args.profile, out_dir, jobs, inputs)
     except NotebookFailed as failed:
         index = build_book(out_dir, args.profile)  # the failed lesson is marked there
         print(f"palviz figures: {failed}", file=sys.stderr)
@@ -484,10 +574,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
     print(f"{total:8.1f} s  total; figures in {figures_dir(args.profile)}")
     matmul = (rate_before, matmul_rate())
     record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
+    # a kept notebook's time is the one of its last run; "kept" names them
+    last = {k: v for k, v in kept_times(kept, args.profile).items() if v is not None}
+    record["notebook_seconds"] = {**last, **record["notebook_seconds"]}
+    record["kept"] = sorted(p.stem for p in kept)
     write_json(figures_dir(args.profile) / "timings.json", record)
     from palviz.experiments.report import write_runs
 
-    write_runs(planned_runs(selected, args.profile), args.profile)  # run by run
+    write_runs(planned, args.profile)  # run by run
     index = build_book(out_dir, args.profile)  # after the record: the syllabus shows its times
     print(f"executed notebooks in {out_dir}")
     print(f"the course book: {index.as_uri()}")
