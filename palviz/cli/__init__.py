@@ -361,9 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
     p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
     p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
-    p.add_argument(
-        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
-    )
+    p.add_argument("--gpus-per-job", type=int, help="Slurm: GPUs per job (default 0)")
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")

@@ -245,7 +245,14 @@ def _flags(args: argparse.Namespace, names) -> list[str]:
 
 
 def sweep_option_error(args: argparse.Namespace) -> str | None:
-    """Why the options given do not fit ``--executor`` (one line), or ``None``."""
+    """Why the options given do not fit ``--executor`` or are out of range (one line), or
+    ``None``."""
+    for flag, value, least in (
+        ("--gpus-per-job", args.gpus_per_job, 0),
+        ("--cpus-per-job", args.cpus_per_job, 1),
+    ):
+        if value is not None and value < least:
+            return f"{flag} must be an integer >= {least}, got {value}; nothing was trained"
     alien = [
         f"{flag} (an option of --executor {'|'.join(kinds)})"
         for name, kinds in SWEEP_OPTIONS.items()
@@ -269,10 +276,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(rows)} run(s) planned ({args.profile}), {len(todo)} missing")
     if not todo:
         return 0
+    refused: tuple = ()  # what sbatch or a submitit job said, in its own words
+    options: dict = {}
+    if args.executor in SUBMITIT:
+        from submitit.core.utils import FailedJobError
+
+        refused = (FailedJobError,)
+        options = _submitit_options(args)
     try:
-        options: dict = {}
-        if args.executor in SUBMITIT:
-            options = _submitit_options(args)
         executor = cluster.make_executor(args.executor, **options)
         start = time.perf_counter()
         results = cluster.run_many(
@@ -282,7 +293,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             executor=executor,
             workers_per_gpu=args.workers_per_gpu,
         )
-    except cluster.SlurmRefused as err:
+    except refused as err:
         print(f"palviz sweep: {err}", file=sys.stderr)
         return 2
     print(f"{len(results)} run(s) trained in {time.perf_counter() - start:.0f} s")
@@ -290,10 +301,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _submitit_options(args: argparse.Namespace) -> dict:
-    """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; for Slurm
-    the CPUs and GPUs are checked against the partition
-    (:func:`palviz.experiments.slurm.slurm_resources`)."""
-    from palviz.experiments import cluster, slurm
+    """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; a Slurm
+    job asks for ``--gpus-per-job`` GPUs (default 0) and ``--cpus-per-job`` CPUs (default 1,
+    as palviz trains a CPU run on one thread; 4 with a GPU)."""
+    from palviz.experiments import cluster
 
     log_dir = Path(args.log_dir) if args.log_dir else cluster.default_log_dir()
     options = {
@@ -306,14 +317,14 @@ def _submitit_options(args: argparse.Namespace) -> dict:
         if dropped:
             print(f"submitit-local runs the jobs on this machine: {', '.join(dropped)} unused")
     else:
-        resources = slurm.slurm_resources(
-            args.slurm_partition, args.gpus_per_job, args.cpus_per_job
-        )
-        print(resources)
+        gpus = args.gpus_per_job or 0
+        cpus = args.cpus_per_job or (4 if gpus else 1)
+        partition = args.slurm_partition or "(Slurm's default)"
+        print(f"Slurm jobs on partition {partition}: {cpus} CPU(s) and {gpus or 'no'} GPU(s) each")
         options.update(
             slurm_partition=args.slurm_partition,
-            gpus_per_node=resources.gpus,
-            cpus_per_task=resources.cpus,
+            gpus_per_node=gpus,
+            cpus_per_task=cpus,
             slurm_array_parallelism=args.max_parallel,
             **(args.slurm_extra or {}),
         )
