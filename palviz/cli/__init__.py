@@ -5,7 +5,6 @@
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
-                [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local [...]
     palviz download {mnist,cifar10,cifar100} [...]
@@ -342,10 +341,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
-    p.add_argument(
-        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
-    )
-    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")

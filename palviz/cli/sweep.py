@@ -57,49 +57,21 @@ def planned_runs(selected: list[Path] | list[str], profile: str, datasets=None) 
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from palviz.checks import check_int
-    from palviz.experiments import estimate
-
     if args.sbatch and not args.jsonl:
         print("palviz plan: --sbatch SCRIPT needs --jsonl FILE (the tasks' specs)", file=sys.stderr)
         return 2
-    if args.gpus is not None and not args.estimate:
-        print(f"palviz plan: --gpus {args.gpus} needs --estimate FILE", file=sys.stderr)
-        return 2
-    bench = None
-    try:
-        gpus = 1 if args.gpus is None else check_int("--gpus", args.gpus, 1)
-        if args.estimate:
-            bench = estimate.read_benchmark(args.estimate)
-    except ValueError as err:
-        print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
-        return 2
     rows = _planned(args)
     shown = [r for r in rows if not (args.missing and r["cached"])]
-    if bench is None:
-        print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
-        for r in shown:
-            spec = r["spec"]
-            print(
-                f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
-                f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
-                f"{' '.join(r['notebooks'])}"
-            )
+    print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
+    for r in shown:
+        spec = r["spec"]
+        print(
+            f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
+            f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
+            f"{' '.join(r['notebooks'])}"
+        )
     missing = sum(not r["cached"] for r in rows)
     print(f"{len(rows)} run(s) ({args.profile}): {len(rows) - missing} cached, {missing} missing")
-    if args.profile == "paper" and not args.datasets:  # its size against its previous plan
-        from palviz.experiments.estimate import describe_paper_growth
-
-        print(describe_paper_growth(plan_numbers(args.only)))
-    if bench is not None:
-        try:
-            est = estimate.estimate([r["spec"] for r in shown], bench, gpus, args.estimate)
-        except ValueError as err:
-            print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
-            return 2
-        what = "missing runs" if args.missing else "runs"
-        print(f"GPU time of the {len(shown)} {what} above:")
-        print(estimate.format_estimate(est, bench, args.estimate))
     if args.jsonl:
         path = Path(args.jsonl)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,6 @@ subject modules it teaches. Its modules:
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive;
   :mod:`~palviz.experiments.unpack` its format, and reading one back
-- :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
   ``docs/results/``
 """
