@@ -11,8 +11,6 @@ or a soft lock of a killed process) is cleared by deleting its file once no job 
 (docs/cluster.md, "The shared cache").
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -45,16 +43,15 @@ class RunLock:
         folder = Path(root) / ".locks"
         with storage_errors(folder):  # a read-only or full run cache: one clear error
             folder.mkdir(parents=True, exist_ok=True)
-        self.lock_path = folder / f"{key}.lock"
-        self.poll = poll
         soft = os.environ.get("PALVIZ_LOCK", "").lower() == "soft"
-        self._lock = (filelock.SoftFileLock if soft else filelock.FileLock)(str(self.lock_path))
+        kind = filelock.SoftFileLock if soft else filelock.FileLock
+        self._lock = kind(str(folder / f"{key}.lock"), timeout=poll)
 
     def acquire(self, done: Callable[[], bool] | None = None) -> bool:
         while True:
             try:
-                with storage_errors(self.lock_path):
-                    self._lock.acquire(timeout=self.poll)
+                with storage_errors(self._lock.lock_file):
+                    self._lock.acquire()
                 return True
             except filelock.Timeout:
                 if done is not None and done():
@@ -63,7 +60,7 @@ class RunLock:
     def release(self) -> None:
         self._lock.release()
 
-    def __enter__(self) -> RunLock:
+    def __enter__(self) -> "RunLock":
         self.acquire()
         return self
 
