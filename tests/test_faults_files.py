@@ -330,22 +330,6 @@ def test_pages_on_a_full_disk_are_one_message_and_leave_nothing_half_written(
     assert temp_files(full_disk) == []
 
 
-def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
-    import filelock
-
-    from palviz.experiments.locks import RunLock
-
-    (full_disk / ".locks").mkdir()
-    fill(full_disk, 0)
-    lock = RunLock(full_disk, "k" * 16)
-    with pytest.raises(DiskFullError, match=re.escape(str(lock.owner_path))):
-        lock.acquire()
-    other = filelock.FileLock(str(lock.lock_path))
-    other.acquire(timeout=1)  # raises Timeout if the failed owner still held it
-    other.release()
-    assert sorted(p.name for p in (full_disk / ".locks").iterdir()) == [f"{'k' * 16}.lock"]
-
-
 def test_waiting_for_a_run_lock_on_a_full_disk_is_still_waiting(full_disk):
     """filelock's Timeout is an OSError without an errno: not a full disk."""
     from palviz.experiments.locks import RunLock

@@ -6,7 +6,6 @@
                    [--rerun]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
-                [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local [...]
     palviz download {mnist,cifar10,cifar100} [...]
@@ -349,10 +348,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
-    p.add_argument(
-        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
-    )
-    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
@@ -368,9 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
     p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
     p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
-    p.add_argument(
-        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
-    )
+    p.add_argument("--gpus-per-job", type=int, help="Slurm: GPUs per job (default 0)")
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")

@@ -8,9 +8,9 @@ subject modules it teaches. Its modules:
   :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
-  local process pools (GPU slots) or submitit (:mod:`~palviz.experiments.slurm`: what a
-  Slurm partition offers); :mod:`~palviz.experiments.workers` what a
-  local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
+  local process pools (GPU slots) or submitit (Slurm job arrays);
+  :mod:`~palviz.experiments.workers` what a local worker does first (ignore Ctrl-C, die with
+  its parent, take a GPU)
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
   papers' facts; the profiles and each dataset's network as data in
@@ -29,7 +29,6 @@ subject modules it teaches. Its modules:
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive;
   :mod:`~palviz.experiments.unpack` its format, and reading one back
-- :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
 - :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
   ``docs/results/``
 """

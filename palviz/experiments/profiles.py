@@ -347,12 +347,3 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "train_size": None,
     },
 }
-
-#: The ``paper`` profile's previous plan, as a recipe (``palviz plan --profile paper`` prints
-#: the current plan's size against it): one seed (the tables' and the headline's), the
-#: imbalance ratios 100 and 10, and the long-tailed methods without the ones added since.
-PAPER_PREVIOUS: dict[str, Any] = {
-    "seeds": (0,),
-    "ratios": (100, 10),
-    "added_methods": _LT_RIVALS,
-}
