@@ -460,10 +460,11 @@ def timings_record(
     matmul: tuple[float, float] | None = None,
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
-    (:mod:`palviz.experiments.report` renders it into docs/results.md). ``training`` is what
-    :func:`train_missing` returned; its run counts are ``None`` when it is a plain number.
-    ``matmul`` is the one-thread matmul rate (:func:`palviz.threads.matmul_rate`, GFLOP/s)
-    measured before the run and after it, so its times can be read against the machine's speed."""
+    (``palviz report`` copies it into docs/results/<profile>/, which docs/results.md and the
+    book's syllabus read). ``training`` is what :func:`train_missing` returned; its run counts
+    are ``None`` when it is a plain number. ``matmul`` is the one-thread matmul rate
+    (:func:`palviz.threads.matmul_rate`, GFLOP/s) measured before the run and after it, so its
+    times can be read against the machine's speed."""
     import datetime
 
     import torch

@@ -29,8 +29,8 @@ subject modules it teaches. Its modules:
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive;
   :mod:`~palviz.experiments.unpack` its format, and reading one back
-- :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
-  ``docs/results/``
+- :mod:`~palviz.experiments.report` the result files committed in ``docs/results/``, and a
+  fresh run compared with them run by run
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ HOMES: dict[str, tuple[str, ...]] = {
         "list_runs",
     ),
     "claims_table": (
-        "claims_explanation",
         "claims_markdown",
         "claims_summary",
         "evaluate_claims",
