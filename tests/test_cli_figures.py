@@ -12,6 +12,7 @@ import pytest
 
 from palviz import cli
 from palviz.cli import figures as cli_figures
+from palviz.cli import reuse
 
 
 def _paths(n):
@@ -173,20 +174,20 @@ def test_notebook_inputs_change_with_the_notebook_the_environment_and_the_runs_r
     metrics.parent.mkdir(parents=True)
     metrics.write_text('{"acc": 0.5}')
     planned = [{"key": "k1", "notebooks": ["06"]}, {"key": "k2", "notebooks": ["07"]}]
-    first = cli_figures.notebook_inputs(path, "smoke", planned)
-    assert cli_figures.notebook_inputs(path, "smoke", planned) == first  # the same inputs
-    assert cli_figures.notebook_inputs(path, "quick", planned) != first
+    first = reuse.notebook_inputs(path, "smoke", planned)
+    assert reuse.notebook_inputs(path, "smoke", planned) == first  # the same inputs
+    assert reuse.notebook_inputs(path, "quick", planned) != first
     metrics.write_text('{"acc": 0.6}')  # the run it reads, trained again
-    second = cli_figures.notebook_inputs(path, "smoke", planned)
+    second = reuse.notebook_inputs(path, "smoke", planned)
     assert second != first
     (tmp_path / "runs" / "k2").mkdir()
     (tmp_path / "runs" / "k2" / "metrics.json").write_text("{}")  # a run of another notebook
-    assert cli_figures.notebook_inputs(path, "smoke", planned) == second
+    assert reuse.notebook_inputs(path, "smoke", planned) == second
     monkeypatch.setenv("PALVIZ_DATASET_MODULES", "my_sets")
-    third = cli_figures.notebook_inputs(path, "smoke", planned)
+    third = reuse.notebook_inputs(path, "smoke", planned)
     assert third != second
     path.write_text('{"cells": [1]}', encoding="utf-8")
-    assert cli_figures.notebook_inputs(path, "smoke", planned) != third
+    assert reuse.notebook_inputs(path, "smoke", planned) != third
 
 
 def test_a_notebook_is_kept_only_after_a_good_run_with_the_same_inputs_and_its_files(
@@ -197,23 +198,23 @@ def test_a_notebook_is_kept_only_after_a_good_run_with_the_same_inputs_and_its_f
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     path, out = _lesson(tmp_path), tmp_path / "build"
     out.mkdir()
-    assert not cli_figures.unchanged(path, out, "h1")  # never ran
+    assert not reuse.unchanged(path, out, "h1")  # never ran
     (out / path.name).write_text("{}")
     figure = tmp_path / "figures" / "smoke" / "06_a.png"
     figure.parent.mkdir(parents=True)
     figure.write_bytes(b"png")
     record = {"inputs": "h1", "files": ["smoke/06_a.png"]}
     (out / "06_lesson.inputs.json").write_text(json.dumps(record))
-    assert cli_figures.unchanged(path, out, "h1")
-    assert not cli_figures.unchanged(path, out, "h2")  # an input changed
+    assert reuse.unchanged(path, out, "h1")
+    assert not reuse.unchanged(path, out, "h2")  # an input changed
     figure.unlink()
-    assert not cli_figures.unchanged(path, out, "h1")  # a file it wrote is gone
+    assert not reuse.unchanged(path, out, "h1")  # a file it wrote is gone
     figure.write_bytes(b"png")
     nb = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     import nbformat
 
     book.write_failure(nbformat.from_dict(nb), out, "06_lesson", "cell 2: boom", "smoke")
-    assert not cli_figures.unchanged(path, out, "h1")  # its last run failed
+    assert not reuse.unchanged(path, out, "h1")  # its last run failed
 
 
 def test_figures_runs_again_only_the_notebooks_whose_inputs_changed(monkeypatch, tmp_path):

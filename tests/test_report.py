@@ -203,7 +203,7 @@ def _fake_figures(monkeypatch, tmp_path, training, times):
 def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     seen = {}
 
-    def run(selected, profile, out_dir, jobs):
+    def run(selected, profile, out_dir, jobs, *_):
         seen["jobs"] = jobs
         return {p.stem: 1.25 * (i + 1) for i, p in enumerate(selected)}
 
@@ -213,7 +213,8 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     # no temp file left; runs.csv lists the planned runs that are cached (none here)
     assert sorted(p.name for p in folder.iterdir()) == ["runs.csv", "timings.json"]
     record = json.loads((folder / "timings.json").read_text())
-    assert set(record) == set(_timings()) | {"matmul_gflops", "cpu"}
+    assert set(record) == set(_timings()) | {"matmul_gflops", "cpu", "kept"}
+    assert record["kept"] == []  # nothing ran before: every notebook ran
     assert record["cpu"]["pin"] == pin_label() and record["cpu"]["numpy"] == np.__version__
     before, after = record["matmul_gflops"]  # measured around the run, one thread
     assert before > 0 and after > 0
