@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from palviz.checks import check_choice, check_int, check_num_classes, invalid
+from palviz.checks import check_choice, check_int, check_num_classes, check_sample_shape, invalid
 from palviz.heads import LinearHead, make_head
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
     "Classifier",
     "arch_input",
     "check_arch",
-    "check_input_shape",
     "input_problem",
     "make_model",
 ]
@@ -293,7 +292,7 @@ def mlp1d(in_channels: int = 1, width: int = 40) -> nn.Sequential:
     this one is of that kind: 72 % on the default MNIST-1D split (4,000 training signals)
     after 30 epochs of SGD (lr 0.1, cosine, momentum 0.9, weight decay 5e-4, batch 128). It is
     the network of a vector dataset registered without one (:func:`palviz.data.register_dataset`),
-    built for the dataset's width (:func:`make_model`'s ``input_shape``).
+    built for the dataset's width (:func:`make_model`'s ``shape``).
 
     ``[N, D]`` (or ``[N, in_channels, D]``, flattened) ``-> [N, 64]``, ``D = width``.
     Parameters: ``256 (in_channels D + 1) + 82,240`` (backbone), 92,736 for ``D = 40``.
@@ -390,7 +389,7 @@ ARCH_INPUTS: dict[str, tuple[int | None, ...]] = {
     "resnet34": (3, None, None),
     "cnn_mnist": (1, 28, 28),
     "cnn_cifar10": (3, 32, 32),
-    "mlp1d": (None,),  # built for the width of its input (make_model's input_shape)
+    "mlp1d": (None,),  # built for the width of its input (make_model's shape)
     "cnn1d": (40,),
     "cnn_digits": (1, 8, 8),
 }
@@ -458,7 +457,7 @@ def make_model(
     head: str = "linear",
     *,
     in_channels: int | None = None,
-    input_shape: tuple[int, ...] | None = None,
+    shape: tuple[int, ...] | None = None,
     **head_kw,
 ) -> Classifier:
     """Build ``arch``'s backbone and put a ``head`` of ``num_classes`` on it.
@@ -471,7 +470,7 @@ def make_model(
             ``"anchored"``.
         in_channels: input channels (signal channels for the 1-D nets); ``None`` means the
             arch's own (3 for the CIFAR nets, 1 for MNIST, MNIST-1D and digits).
-        input_shape: the shape of one sample the model is built for, e.g. a dataset's
+        shape: the shape of one sample the model is built for, e.g. a dataset's
             ``DatasetInfo.shape``: it must be one ``arch`` reads (:data:`ARCH_INPUTS`), and it
             sets the input width ``D`` of ``mlp1d``. ``None``: the arch's own (``D = 40``).
         **head_kw: passed to the head, e.g. ``normalize=True, scale=10.0`` for FNPAL.
@@ -484,28 +483,14 @@ def make_model(
     build, feat_dim, default_channels = _BACKBONES[arch]
     channels = default_channels if in_channels is None else check_int("in_channels", in_channels, 1)
     sized = {}
-    if input_shape is not None:
-        shape = check_input_shape("input_shape", input_shape)
-        if input_problem(arch, shape):
-            raise invalid(
-                "input_shape",
-                input_shape,
-                f"the shape of a sample {arch} reads, {arch_input(arch)}",
-            )
+    if shape is not None:
+        dims = check_sample_shape("shape", shape)
+        if input_problem(arch, dims):
+            raise invalid("shape", shape, f"one {arch} reads, {arch_input(arch)}")
         if arch == "mlp1d":  # the one backbone built for the size of its input
-            sized["width"] = shape[0]
+            sized["width"] = dims[0]
     backbone = build(channels, **sized)
     head_module = make_head(head, feat_dim, num_classes, **head_kw)
     if HEAD_INITS[arch] is not None and isinstance(head_module, LinearHead):
         _INITS[HEAD_INITS[arch]](head_module.fc.weight)
     return Classifier(backbone, head_module, feat_dim)
-
-
-def check_input_shape(name: str, value: Any) -> tuple[int, ...]:
-    """``value`` as the shape of one sample, ``(D,)`` or ``(C, H, W)`` (a tuple or list of
-    integers >= 1); else ``ValueError`` naming ``name``, the value and what is allowed."""
-    dims = tuple(value) if isinstance(value, (tuple, list)) else ()
-    ints = all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
-    if len(dims) not in (1, 3) or not ints:
-        raise invalid(name, value, "(D,) for vectors or (C, H, W) for images, sizes >= 1")
-    return dims

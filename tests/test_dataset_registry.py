@@ -211,7 +211,7 @@ def test_a_vector_dataset_of_any_width_trains_the_mlp_built_that_wide(registry_c
     ]
     assert {(s.dataset, s.arch) for s in specs} == {("wide", "mlp1d")}
     # built for the dataset's samples (as a run builds it): 64 inputs to its first layer
-    model = make_model("mlp1d", 3, input_shape=pdata.dataset_info("wide").shape)
+    model = make_model("mlp1d", 3, shape=pdata.dataset_info("wide").shape)
     assert model.backbone[1].weight.shape == (256, 64)
     assert model(torch.zeros(2, 64)).shape == (2, 3)
     assert not runs.exists()

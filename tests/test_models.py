@@ -195,7 +195,7 @@ def test_in_channels_must_be_a_positive_integer():
 
 @pytest.mark.parametrize("width", [13, 40, 64])
 def test_mlp1d_is_built_for_the_width_of_its_input(width):
-    model = make_model("mlp1d", 3, input_shape=(width,))
+    model = make_model("mlp1d", 3, shape=(width,))
     assert model(torch.randn(2, width)).shape == (2, 3)
     # D -> 256 -> 256 -> 64: 256 (D + 1) + 82,240 parameters, as its docstring says
     assert n_params(model.backbone) == 256 * (width + 1) + 82_240
@@ -203,9 +203,9 @@ def test_mlp1d_is_built_for_the_width_of_its_input(width):
         model(torch.randn(2, width + 1))
 
 
-def test_an_input_shape_is_the_arch_default_of_the_other_nets():
+def test_the_shape_of_the_other_nets_inputs_changes_nothing():
     torch.manual_seed(0)
-    given = make_model("cnn_digits", 10, input_shape=(1, 8, 8)).state_dict()
+    given = make_model("cnn_digits", 10, shape=(1, 8, 8)).state_dict()
     torch.manual_seed(0)
     default = make_model("cnn_digits", 10).state_dict()
     assert given.keys() == default.keys()
@@ -218,23 +218,23 @@ def test_an_input_shape_is_the_arch_default_of_the_other_nets():
         (
             "cnn1d",
             (13,),
-            r"^input_shape must be the shape of a sample cnn1d reads, \[N, 40\], got \(13,\)$",
+            r"^shape must be one cnn1d reads, \[N, 40\], got \(13,\)$",
         ),
         (
             "resnet32",
             (1, 32, 32),
-            r"^input_shape must be the shape of a sample resnet32 reads, \[N, 3, H, W\]",
+            r"^shape must be one resnet32 reads, \[N, 3, H, W\]",
         ),
         (
             "mlp1d",
             (0,),
-            r"^input_shape must be \(D,\) for vectors or \(C, H, W\) for images, sizes >= 1, "
+            r"^shape must be \(D,\) for vectors or \(C, H, W\) for images, sizes >= 1, "
             r"got \(0,\)$",
         ),
-        ("mlp1d", (8, 8), r"^input_shape must be \(D,\) for vectors or \(C, H, W\)"),
-        ("mlp1d", "13", r"^input_shape must be \(D,\) for vectors or \(C, H, W\)"),
+        ("mlp1d", (8, 8), r"^shape must be \(D,\) for vectors or \(C, H, W\)"),
+        ("mlp1d", "13", r"^shape must be \(D,\) for vectors or \(C, H, W\)"),
     ],
 )
-def test_an_input_shape_the_arch_cannot_read_is_refused_naming_it(arch, shape, message):
+def test_a_shape_the_arch_cannot_read_is_refused_naming_it(arch, shape, message):
     with pytest.raises(ValueError, match=message):
-        make_model(arch, 3, input_shape=shape)
+        make_model(arch, 3, shape=shape)

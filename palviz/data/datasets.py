@@ -567,9 +567,7 @@ _MNIST_VERSION = "idx md5 f68b3c2d d53e105e 9fb629c4 ec29112d"
 #: The datasets palviz ships: each one's declaration (:func:`palviz.data.register_dataset`'s
 #: arguments). digits' mean and std are those of its training split (rounded to 4 decimals);
 #: CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
-#: The networks: the CPU-sized nets on the small sets; on CIFAR the published tables' own,
-#: LDAM-DRW's ResNet-32 in the long-tailed ones, APL's networks in the noisy-label ones
-#: (docs/reference.md 3 and 6); on MNIST APL's CNN.
+#: Networks: the published tables' own (docs/reference.md 3 and 6), the CPU-sized nets on the rest.
 BUILTIN_DATASETS: dict[str, dict] = {
     "mnist1d": dict(
         loader=_load_mnist1d, num_classes=10, shape=(40,), network="cnn1d", title="MNIST-1D",

@@ -43,8 +43,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from palviz.checks import check_bool, check_choice, check_num_classes, invalid
-from palviz.models import ARCHS, arch_input, check_input_shape, input_problem
+from palviz.checks import (
+    check_bool,
+    check_choice,
+    check_num_classes,
+    check_sample_shape,
+    invalid,
+)
+from palviz.models import ARCHS, arch_input, input_problem
 
 __all__ = [
     "DATASETS",
@@ -243,7 +249,7 @@ def register_dataset(
     if version is not None and (not isinstance(version, str) or not version):
         raise invalid("version", version, "None or a non-empty string")
     num_classes = check_num_classes(num_classes)
-    dims = check_input_shape("shape", shape)
+    dims = check_sample_shape("shape", shape)
     kind = check_choice("kind", kind or ("vector" if len(dims) == 1 else "image"), _KINDS)
     channels = dims[0] if kind == "image" else None
     info = DatasetInfo(

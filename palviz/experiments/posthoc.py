@@ -60,7 +60,7 @@ def held_out_split(
 def _load_model(result: RunResult, num_classes: int) -> torch.nn.Module:
     spec = result.spec
     shape = pdata.dataset_info(spec.dataset).shape
-    model = make_model(spec.arch, num_classes, spec.head, input_shape=shape, **spec.head_kw)
+    model = make_model(spec.arch, num_classes, spec.head, shape=shape, **spec.head_kw)
     state = torch.load(result.path / "checkpoint.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
     return model.eval()
