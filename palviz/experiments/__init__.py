@@ -13,8 +13,8 @@ subject modules it teaches. Its modules:
   its parent, take a GPU)
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
-  papers' facts; the profiles and each dataset's network as data in
-  :mod:`~palviz.experiments.profiles`, the departures from the reference code in
+  papers' facts; the profiles as data in :mod:`~palviz.experiments.profiles` (each dataset's
+  network is its registration's, :func:`palviz.data.register_dataset`), the departures from the reference code in
   :mod:`~palviz.experiments.departures`
 - :mod:`~palviz.experiments.published` the papers' and anchors' published numbers, as records
   with their sources
