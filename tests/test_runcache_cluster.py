@@ -337,3 +337,21 @@ def test_resnet32_memory_estimate_is_reported():
     sizes = cluster.activation_bytes(make_model("resnet32", 10), (3, 32, 32), 128)
     assert 1.5e6 < sizes["parameters"] < 2.5e6  # 0.46 M float32 parameters
     assert 2e8 < sizes["activations"] < 6e8
+
+
+def test_a_pool_takes_the_runs_with_most_steps_first():
+    from palviz.experiments.budget import steps_per_run
+    from palviz.experiments.cluster import longest_first
+    from palviz.experiments.runcache import RunSpec
+
+    def spec(epochs, ratio):
+        train = {"epochs": epochs, "progress": False}
+        return RunSpec(
+            dataset="mnist1d", arch="cnn1d", loss="ce", imbalance_ratio=ratio, train=train
+        )
+
+    todo = {"short": spec(2, 100), "long": spec(9, 1), "mid": spec(9, 100), "tie": spec(2, 100)}
+    order = list(longest_first(todo))
+    assert order == ["long", "mid", "short", "tie"]  # most steps first, ties as given
+    steps = [steps_per_run(todo[k]) for k in order]
+    assert steps == sorted(steps, reverse=True) and steps[0] > steps[1] > steps[2]

@@ -454,6 +454,7 @@ def _train_missing(
                 bar.set_postfix_str(spec.label or spec.loss)
                 store(key, run(spec))
     else:
+        todo = longest_first(todo)
         with local_pool(min(workers, len(todo)), slots) as pool:
             try:
                 with tqdm(total=len(todo), desc=desc, unit="run") as bar:
@@ -463,6 +464,16 @@ def _train_missing(
             except KeyboardInterrupt:
                 stop_pool(pool)
                 raise
+
+
+def longest_first(todo: Mapping[str, RunSpec]) -> dict[str, RunSpec]:
+    """``todo`` ordered by SGD steps, most first (ties in their order), so that the workers of a
+    pool, which take the runs in this order, end together: a long run started last would keep
+    one worker busy while the others wait (the longest-processing-time rule)."""
+    from palviz.experiments.budget import steps_per_run
+
+    steps = {key: steps_per_run(spec) for key, spec in todo.items()}
+    return dict(sorted(todo.items(), key=lambda item: -steps[item[0]]))
 
 
 def run_grouped(
