@@ -108,7 +108,13 @@ def _per_class(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
         for group, color in _GROUP_COLORS.items()
         if (per_class.group == group).any()
     ]
-    ax.legend(handles=handles + ax.get_legend_handles_labels()[0], fontsize=8, loc="best")
+    ax.legend(  # below the axis: the bars fill it
+        handles=handles + ax.get_legend_handles_labels()[0],
+        fontsize=8,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncols=4,
+    )
     ax.set_title(title)
 
 
