@@ -37,15 +37,10 @@ _HEADLINE = (
 )
 
 
-def _number(frame: Any, split: str, group: str, metric: str, definition: str) -> str:
-    f = frame
-    hit = f[
-        (f.split == split)
-        & (f.group == group)
-        & (f.metric == metric)
-        & (f.definition == definition)
-    ]
-    return "n/a" if hit.empty else f"{hit.value.iloc[0]:.3f}"
+def _numbers(frame: Any) -> dict[tuple[str, str, str, str], str]:
+    """Each value of ``frame`` at 3 decimals, by (split, group, metric, definition)."""
+    keys = zip(frame.split, frame.group, frame.metric, frame.definition, strict=True)
+    return {key: f"{value:.3f}" for key, value in zip(keys, frame.value, strict=True)}
 
 
 def _headline(ax: mpl.axes.Axes, d: Any) -> None:
@@ -58,7 +53,8 @@ def _headline(ax: mpl.axes.Axes, d: Any) -> None:
         if n:
             name = f"accuracy, {group}-shot ({n} class{'es' if n > 1 else ''})"
             rows.append((name, group, "accuracy", "palviz"))
-    cells = [[_number(d.frame, s, g, m, f) for s in splits] for _, g, m, f in rows]
+    numbers = _numbers(d.frame)
+    cells = [[numbers.get((s, g, m, f), "n/a") for s in splits] for _, g, m, f in rows]
     table = ax.table(
         cellText=cells,
         rowLabels=[r[0] for r in rows],
@@ -190,9 +186,10 @@ def plot_diagnosis(diagnosis: Any) -> mpl.figure.Figure:
         r"$\|\mu_c - \mu_G\|$",
         r"centred class-mean norm $\|\mu_c - \mu_G\|$, train",
     )
+    numbers = _numbers(d.frame)
     for i, split in enumerate(splits[:2]):
         r = d.reliability[d.reliability.split == split]
-        ece = _number(d.frame, split, "all", "ECE", "Guo")
+        ece = numbers.get((split, "all", "ECE", "Guo"), "n/a")
         _reliability(fig.add_subplot(grid[2, i]), r, split, ece)
     if len(splits) == 1:
         ax = fig.add_subplot(grid[2, 1])
