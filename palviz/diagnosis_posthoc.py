@@ -25,7 +25,7 @@ import numpy as np
 
 from palviz import calibration, metrics
 from palviz import diagnosis_inputs as inputs
-from palviz.checks import as_labels, check_choice, invalid
+from palviz.checks import as_labels, check_choice, check_int, invalid
 from palviz.diagnosis_pass import forward, prepare
 
 if TYPE_CHECKING:
@@ -134,6 +134,20 @@ def _same_split(a: Any, b: Any) -> bool:
     return isinstance(a, tuple | list) and isinstance(b, tuple | list) and a[0] is b[0]
 
 
+def _held_out_notes(held_out, data, test, targets, counts) -> list[str]:
+    """A warning when ``held_out`` is the training or the test split, or holds exactly the
+    training counts (then likely the training split)."""
+    for name, split in (("the training split", data), ("the test split", test)):
+        if split is not None and _same_split(held_out, split):
+            return [f"held_out is {name}: tau chosen there flatters the re-balancing"]
+    if np.array_equal(np.bincount(targets, minlength=counts.size), counts):
+        return [
+            "held_out holds exactly the training class counts: if it is the training split, "
+            "tau chosen there flatters the re-balancing"
+        ]
+    return []
+
+
 def _rows(method, tau, split, z, y, counts, bins):
     """Accuracy and ECE of logits ``z`` over the split and per shot group."""
     conf, preds = calibration.confidences(z, kind="logits")
@@ -185,6 +199,7 @@ def post_hoc(
     import pandas as pd
 
     read, scale, dev = prepare(model, device, logit_scale, features, batch_size, layer)
+    check_int("bins", bins, 1)
     inputs.check_split("held_out", held_out)
     if test is not None:
         inputs.check_split("test", test)
@@ -196,20 +211,12 @@ def post_hoc(
         inputs.check_split("data", data)
         class_counts = _counted(data, batch_size)
     counts, hint = inputs.check_counts(class_counts, None)
-    notes = []
-    if (data is not None and _same_split(held_out, data)) or _same_split(held_out, test):
-        which = "the training split" if _same_split(held_out, data) else "the test split"
-        notes.append(f"held_out is {which}: tau chosen there flatters the re-balancing")
     splits = {"held_out": ("held_out", held_out)}
     if test is not None:
         splits["test"] = ("test", test)
     passes = forward(model, splits, read, features, dev, batch_size, scale, counts, hint)
     val = passes["held_out"]
-    if not notes and np.array_equal(np.bincount(val.targets, minlength=counts.size), counts):
-        notes.append(
-            "held_out holds exactly the training class counts: if it is the training split, "
-            "tau chosen there flatters the re-balancing"
-        )
+    notes = _held_out_notes(held_out, data, test, val.targets, counts)
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=2)
     report = "test" if test is not None else "held_out"
