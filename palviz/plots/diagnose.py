@@ -78,6 +78,8 @@ def _cosines(ax: mpl.axes.Axes, cos: np.ndarray | None) -> None:
     k = cos.shape[0]
     simplex = -1.0 / (k - 1)
     image = plot_cosine_heatmap(ax, cos, title="classifier cosines $\\hat w_i^\\top \\hat w_j$")
+    for axis in (ax.xaxis, ax.yaxis):  # a narrow panel: at most 6 class numbers
+        axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=6))
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.8)
     bar.ax.axhline(simplex, color="k", lw=2)
     bar.set_label(f"cosine; black line: -1/(K-1) = {simplex:.3f}")
@@ -134,7 +136,7 @@ def _by_group(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
         [f"{g}-shot\n{int((train.group == g).sum())} classes" for g in groups],
     )
     ax.set_ylabel(ylabel)
-    ax.set_title(title + " (per class, by shot group)")
+    ax.set_title(title + ", by shot group")
     ax.legend(fontsize=8, loc="best")
 
 
@@ -166,8 +168,12 @@ def plot_diagnosis(diagnosis: Any) -> mpl.figure.Figure:
     pc = d.per_class
     splits = tuple(dict.fromkeys(pc.split))
     k = int(pc["class"].max()) + 1
-    fig = plt.figure(figsize=(16, 13), layout="constrained")
-    grid = fig.add_gridspec(3, 3)
+    fig = plt.figure(figsize=(16, 13))
+    # fixed margins (no layout engine: it would cost most of the drawing time); room below
+    # each row for its legends and tick labels, on the left for the table's row labels
+    grid = fig.add_gridspec(
+        3, 3, left=0.05, right=0.95, bottom=0.07, top=0.94, hspace=0.5, wspace=0.28
+    )
     _headline(fig.add_subplot(grid[0, :2]), d)
     _cosines(fig.add_subplot(grid[0, 2]), d.cosines)
     draw = _per_class if k <= PER_CLASS_MAX else _by_group
