@@ -20,6 +20,7 @@ from torch import nn  # noqa: E402
 
 from palviz import collapse  # noqa: E402
 from palviz.diagnosis import PostHoc, diagnose, diagnose_checkpoints, post_hoc  # noqa: E402
+from palviz.plots.style import STYLE  # noqa: E402
 from palviz.threads import single_thread  # noqa: E402
 
 TOL = 1e-6
@@ -362,11 +363,19 @@ def titles_inside(fig):
     return [t.get_text() for t in texts]
 
 
-def test_the_figure_stands_alone_at_ten_and_a_thousand_classes():
+@pytest.fixture
+def palviz_style():
+    """The lessons' figure style (constrained layout among its rcParams), restored after."""
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def test_the_figure_stands_alone_at_ten_and_a_thousand_classes(palviz_style):
     x, y = blobs((150, 40, 12, 6))
     xt, yt = blobs((10, 10, 10, 10), seed=3)
     fig = diagnose(long_tailed_net(), (x, y), test=(xt, yt)).plot()
     titles = titles_inside(fig)
+    assert fig.get_layout_engine() is None  # fixed margins, whatever the style asks
     assert any("reliability, train split: ECE" in t for t in titles)
     assert any("reliability, test split: ECE" in t for t in titles)
     table = next(c for ax in fig.axes for c in ax.get_children() if type(c).__name__ == "Table")

@@ -78,8 +78,8 @@ def _cosines(ax: mpl.axes.Axes, cos: np.ndarray | None) -> None:
     k = cos.shape[0]
     simplex = -1.0 / (k - 1)
     image = plot_cosine_heatmap(ax, cos, title="classifier cosines $\\hat w_i^\\top \\hat w_j$")
-    for axis in (ax.xaxis, ax.yaxis):  # a narrow panel: at most 6 class numbers
-        axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=6))
+    for axis in (ax.xaxis, ax.yaxis):  # a narrow panel: every class up to 10, else 6 numbers
+        axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=10 if k <= 10 else 6))
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.8)
     bar.ax.axhline(simplex, color="k", lw=2)
     bar.set_label(f"cosine; black line: -1/(K-1) = {simplex:.3f}")
@@ -168,7 +168,7 @@ def plot_diagnosis(diagnosis: Any) -> mpl.figure.Figure:
     pc = d.per_class
     splits = tuple(dict.fromkeys(pc.split))
     k = int(pc["class"].max()) + 1
-    fig = plt.figure(figsize=(16, 13))
+    fig = plt.figure(figsize=(16, 13), layout="none")  # whatever rcParams ask
     # fixed margins (no layout engine: it would cost most of the drawing time); room below
     # each row for its legends and tick labels, on the left for the table's row labels
     grid = fig.add_gridspec(
