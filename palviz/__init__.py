@@ -15,6 +15,7 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.collapse`, :mod:`palviz.calibration`, :mod:`palviz.diagnosis`  neural collapse
   (NC1-NC4), ECE and post-hoc re-balancing, and ``diagnose``, which reads any classifier
+  (its pass, measures and re-balancing in ``diagnosis_pass``, ``_stats``, ``_posthoc``)
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach, the
   layer-peeled model
 - :mod:`palviz.stats`    paired differences over seeds, Student-t intervals, paired t and
