@@ -316,9 +316,9 @@ def experiment_specs(notebook: str, profile: str | None = None, **parameters: An
 def takes_datasets(notebook: str) -> bool:
     """Whether ``notebook``'s parameters cell has ``DATASETS`` (06, 07, 08): the notebooks
     ``palviz plan --datasets`` changes."""
-    from palviz.experiments.params import SCHEMAS
+    from palviz.parameters import TABLES
 
-    return "DATASETS" in SCHEMAS.get(_number(notebook), {})
+    return "DATASETS" in TABLES.get(_number(notebook), {})
 
 
 def planned_specs(
