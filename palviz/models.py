@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from palviz.checks import check_choice, check_int, check_num_classes
-from palviz.heads import LinearHead, make_head
+from palviz.heads import HEAD_KINDS, HEADS, LinearHead
 
 __all__ = [
     "ARCHS",
@@ -475,7 +475,7 @@ def make_model(
     build, feat_dim, default_channels = _BACKBONES[arch]
     channels = default_channels if in_channels is None else check_int("in_channels", in_channels, 1)
     backbone = build(channels)
-    head_module = make_head(head, feat_dim, num_classes, **head_kw)
+    head_module = HEADS[check_choice("head", head, HEAD_KINDS)](feat_dim, num_classes, **head_kw)
     if HEAD_INITS[arch] is not None and isinstance(head_module, LinearHead):
         _INITS[HEAD_INITS[arch]](head_module.fc.weight)
     return Classifier(backbone, head_module, feat_dim)

@@ -265,211 +265,90 @@ _TRAIN_67 = {
     "WEIGHT_DECAY": Param(None, "real", 0, none=True, edges=(0.0, 0.05)),
 }
 _LT_LABELS = 'a tuple of distinct labels of palviz.experiments.methods.methods_of("long_tailed")'
-_DATASET_MODULES = Param(
-    (),
-    "modules",
-    min_len=0,
-    text="a tuple (may be empty) of module names",
-    edges=((), ("palviz.data.datasets",)),  # the module that registers the built-ins
-)
-_DATASETS = Param(
-    None,
-    "labels",
-    none=True,
-    choices="datasets",
-    edges=(("mnist1d",), ("mnist1d", "digits")),
-    text="a tuple of distinct registered datasets (palviz.data.DATASETS)",
-)
+_EMPTY = "a tuple (may be empty) of"
+
+
+def _names(default: Any, choices: str, text: str, edges: tuple, **allowed: Any) -> Param:
+    """A tuple of names from :data:`CHOICES` entry ``choices``."""
+    return Param(default, "labels", choices=choices, text=text, edges=edges, **allowed)
+
+
+# fmt: off
+_DATASET_MODULES = Param((), "modules", min_len=0, text=f"{_EMPTY} module names",
+                         edges=((), ("palviz.data.datasets",)))  # it registers the built-ins
+_DATASETS = _names(None, "datasets", "a tuple of distinct registered datasets "
+                   "(palviz.data.DATASETS)", (("mnist1d",), ("mnist1d", "digits")), none=True)
 _SEEDS = Param(None, "ints", 0, none=True, edges=((0,), (1, 2)))
-
-
-def _labels(default: tuple, high: tuple) -> Param:
-    return Param(
-        default, "labels", choices="long-tailed labels", text=_LT_LABELS, edges=(("CE",), high)
-    )
-
+_PICKED = ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL", "LDAM-DRW+PAL")
 
 #: Notebook number -> parameter -> its :class:`Param`, in the order of the parameters cell.
 TABLES: dict[str, dict[str, Param]] = {
-    "00": {
-        "PROFILE": _PROFILE,
-        "IMBALANCE_RATIO": _RATIO,
-        "SEED": _SEED,
-        "METHODS": _labels(
-            ("CE", "LDAM-DRW", "CE+PAL"),
-            ("CE-DRW", "Focal+PAL", "LDAM-DRW", "ELM-DRW+PAL", "LMSCE"),
-        ),
-        **_TRAIN,
-    },
-    "01": {
-        "PROFILE": _PROFILE,
-        "NUM_CLASSES": Param(10, "int", 2, 100),
-        "DIM": Param(16, "int", 2, 128),
-        "SEED": _SEED,
-        "INTERACTIVE": _INTERACTIVE,
-    },
-    "02": {
-        "PROFILE": _PROFILE,
-        "K_MAJOR": Param(5, "int", 2, 10),
-        "K_MINOR": Param(5, "int", 2, 10),
-        "ENERGY": Param(5.0, "real", 1, 5),
-        "IMBALANCE_RATIO": _RATIO,
-        "SEED": _SEED,
-        "INTERACTIVE": _INTERACTIVE,
-        **_TRAIN,
-    },
-    "03": {
-        "PROFILE": _PROFILE,
-        "IMBALANCE_RATIO": _RATIO,
-        "SEED": _SEED,
-        "WEIGHT_DECAYS": Param(
-            None,
-            "reals",
-            0,
-            0.05,
-            none=True,
-            min_len=2,
-            edges=((0.0, 0.05), (0.0, 2e-4, 1e-3, 5e-3, 2e-2, 0.05)),
-        ),
-        "EPOCHS": _EPOCHS,
-        "LR": _LR,
-        "BATCH_SIZE": _BATCH_SIZE,
-    },
-    "04": {
-        "PROFILE": _PROFILE,
-        "NUM_CLASSES": Param(10, "int", 3, 100),
-        "B_MAX": Param(10.0, "real", 0.5, 40),
-        "NOISE_RATES": Param(
-            (0.0, 0.2, 0.4, 0.6, 0.8),
-            "reals",
-            0,
-            1,
-            distinct=False,
-            edges=((0.0,), (0.0, 0.05, 0.5, 1.0)),
-        ),
-        "SEED": _SEED,
-        "INTERACTIVE": _INTERACTIVE,
-    },
-    "05": {
-        "PROFILE": _PROFILE,
-        "IMBALANCE_RATIO": _RATIO,
-        "MAX_M": Param(0.5, "real", 0, 1, min_open=True, edges=(1e-3, 1.0)),
-        "LAM": Param(1.0, "real", 0, 2),
-        "S": Param(30.0, "real", 1, 100),
-        "SEED": _SEED,
-        "INTERACTIVE": _INTERACTIVE,
-    },
-    "06": {
-        "PROFILE": _PROFILE,
-        "DATASET_MODULES": _DATASET_MODULES,
-        "DATASETS": _DATASETS,
-        "METHODS": Param(
-            None,
-            "labels",
-            none=True,
-            choices="long-tailed methods",
-            text="a tuple of methods of palviz.experiments.recipes.LT_METHODS",
-            edges=(("CE",), ("CE", "LDAM-DRW", "ELM-DRW")),
-        ),
-        "PAL_METHODS": Param(
-            None,
-            "labels",
-            none=True,
-            choices="long-tailed methods with PAL",
-            min_len=0,
-            text="a tuple (may be empty) of methods also trained with PAL",
-            edges=((), ("CE", "LDAM-DRW")),
-        ),
-        "ORIENTATIONS": Param(
-            None,
-            "labels",
-            none=True,
-            choices="orientations",
-            min_len=0,
-            text='a tuple (may be empty) from ("axis", "block")',
-            edges=((), ("axis", "block")),
-        ),
-        "SEEDS": _SEEDS,
-        # a dataset too small to cut at rho = 100 runs at (10,); rho = 1 is the largest set
-        "RATIOS": Param(None, "reals", 1, none=True, edges=((10,), (1, 100))),
-        **_TRAIN_67,
-        "FIGURE_METHODS": Param(
-            ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL", "LDAM-DRW+PAL"),
-            "labels",
-            choices="long-tailed labels",
-            text="a tuple of table labels",
-            edges=(("CE",), ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL", "LDAM-DRW+PAL")),
-        ),
-    },
-    "07": {
-        "PROFILE": _PROFILE,
-        "DATASET_MODULES": _DATASET_MODULES,
-        "DATASETS": _DATASETS,
-        "METHODS": Param(
-            None,
-            "labels",
-            none=True,
-            choices="noisy-label methods",
-            text="a tuple of methods of palviz.experiments.recipes.NOISE_METHODS",
-            edges=(("CE",), ("CE", "CE+FNPAL", "CE+FNPN")),
-        ),
-        "SEEDS": _SEEDS,
-        "RATES": Param(
-            None,
-            "noise_rates",
-            none=True,
-            edges=((0.4,), (0.2, 0.4)),  # 0.4: in every profile
-            text="a tuple of noise rates keeping at least one of each kind's rates",
-        ),
-        **_TRAIN_67,
-        "LR": Param(
-            None,
-            "real",
-            1e-3,
-            none=True,
-            edges=(1e-3, 0.05),
-            text="a number >= 0.001 (the cosine schedule anneals to 0.001)",
-        ),
-        "WORKERS": Param(None, "int", 1, none=True, edges=(1, 2)),
-        "TRANSITION_SHOWN": Param(
-            None,
-            "noise_pairs",
-            none=True,
-            length=2,
-            distinct=False,
-            text="two (kind, eta) pairs with eta among the profile's rates",
-            edges=(None, (("symmetric", 0.4), ("symmetric", 0.4))),  # 0.4: in every profile
-        ),
-        "INTERACTIVE": _INTERACTIVE,
-    },
-    "08": {
-        "PROFILE": _PROFILE,
-        "DATASET_MODULES": _DATASET_MODULES,
-        # one dataset: the figures draw one long-tailed set (digits cannot reach rho = 200)
-        "DATASETS": Param(
-            None,
-            "labels",
-            none=True,
-            choices="datasets",
-            length=1,
-            text="a tuple of one registered dataset (palviz.data.DATASETS)",
-            edges=(("digits",), ("mnist1d",)),
-        ),
-        "IMBALANCE_RATIO": _RATIO,
-        "SEED": _SEED,
-        "METHODS": _labels(
-            ("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL"),
-            ("CE", "Focal", "LDAM-DRW+PAL", "ELM-DRW", "ELM+PAL"),
-        ),
-        "UMAP_POINTS": Param(None, "int", 100, none=True, edges=(100, 5000)),
-        **_TRAIN,
-    },
-    "09": {
-        "PROFILE": _PROFILE,
-        "IMBALANCE_RATIO": Param(100, "real", 1, 100),
-        "HELD_OUT": Param(20, "int", 5, 30),
-        "SEED": _SEED,
-        "EPOCHS": _EPOCHS,
-        "WEIGHT_DECAY": _WEIGHT_DECAY,
-    },
+    "00": {"PROFILE": _PROFILE, "IMBALANCE_RATIO": _RATIO, "SEED": _SEED,
+           "METHODS": _names(("CE", "LDAM-DRW", "CE+PAL"), "long-tailed labels", _LT_LABELS, (
+               ("CE",), ("CE-DRW", "Focal+PAL", "LDAM-DRW", "ELM-DRW+PAL", "LMSCE"))),
+           **_TRAIN},
+    "01": {"PROFILE": _PROFILE, "NUM_CLASSES": Param(10, "int", 2, 100),
+           "DIM": Param(16, "int", 2, 128), "SEED": _SEED, "INTERACTIVE": _INTERACTIVE},
+    "02": {"PROFILE": _PROFILE, "K_MAJOR": Param(5, "int", 2, 10),
+           "K_MINOR": Param(5, "int", 2, 10), "ENERGY": Param(5.0, "real", 1, 5),
+           "IMBALANCE_RATIO": _RATIO, "SEED": _SEED, "INTERACTIVE": _INTERACTIVE, **_TRAIN},
+    "03": {"PROFILE": _PROFILE, "IMBALANCE_RATIO": _RATIO, "SEED": _SEED,
+           "WEIGHT_DECAYS": Param(None, "reals", 0, 0.05, none=True, min_len=2, edges=(
+               (0.0, 0.05), (0.0, 2e-4, 1e-3, 5e-3, 2e-2, 0.05))),
+           "EPOCHS": _EPOCHS, "LR": _LR, "BATCH_SIZE": _BATCH_SIZE},
+    "04": {"PROFILE": _PROFILE, "NUM_CLASSES": Param(10, "int", 3, 100),
+           "B_MAX": Param(10.0, "real", 0.5, 40),
+           "NOISE_RATES": Param((0.0, 0.2, 0.4, 0.6, 0.8), "reals", 0, 1, distinct=False,
+                                edges=((0.0,), (0.0, 0.05, 0.5, 1.0))),
+           "SEED": _SEED, "INTERACTIVE": _INTERACTIVE},
+    "05": {"PROFILE": _PROFILE, "IMBALANCE_RATIO": _RATIO,
+           "MAX_M": Param(0.5, "real", 0, 1, min_open=True, edges=(1e-3, 1.0)),
+           "LAM": Param(1.0, "real", 0, 2), "S": Param(30.0, "real", 1, 100),
+           "SEED": _SEED, "INTERACTIVE": _INTERACTIVE},
+    "06": {"PROFILE": _PROFILE, "DATASET_MODULES": _DATASET_MODULES, "DATASETS": _DATASETS,
+           "METHODS": _names(None, "long-tailed methods", "a tuple of methods of "
+                             "palviz.experiments.recipes.LT_METHODS",
+                             (("CE",), ("CE", "LDAM-DRW", "ELM-DRW")), none=True),
+           "PAL_METHODS": _names(None, "long-tailed methods with PAL",
+                                 f"{_EMPTY} methods also trained with PAL",
+                                 ((), ("CE", "LDAM-DRW")), none=True, min_len=0),
+           "ORIENTATIONS": _names(None, "orientations",
+                                  'a tuple (may be empty) from ("axis", "block")',
+                                  ((), ("axis", "block")), none=True, min_len=0),
+           "SEEDS": _SEEDS,
+           # a dataset too small to cut at rho = 100 runs at (10,); rho = 1 is the largest set
+           "RATIOS": Param(None, "reals", 1, none=True, edges=((10,), (1, 100))),
+           **_TRAIN_67,
+           "FIGURE_METHODS": _names(_PICKED, "long-tailed labels", "a tuple of table labels",
+                                    (("CE",), _PICKED))},
+    "07": {"PROFILE": _PROFILE, "DATASET_MODULES": _DATASET_MODULES, "DATASETS": _DATASETS,
+           "METHODS": _names(None, "noisy-label methods", "a tuple of methods of "
+                             "palviz.experiments.recipes.NOISE_METHODS",
+                             (("CE",), ("CE", "CE+FNPAL", "CE+FNPN")), none=True),
+           "SEEDS": _SEEDS,
+           "RATES": Param(None, "noise_rates", none=True, edges=((0.4,), (0.2, 0.4)),  # 0.4: in
+                          text="a tuple of noise rates keeping at least one of each kind's "
+                          "rates"),  # every profile, as in TRANSITION_SHOWN's edge
+           **_TRAIN_67,
+           "LR": Param(None, "real", 1e-3, none=True, edges=(1e-3, 0.05), text="a number >= "
+                       "0.001 (the cosine schedule anneals to 0.001)"),
+           "WORKERS": Param(None, "int", 1, none=True, edges=(1, 2)),
+           "TRANSITION_SHOWN": Param(None, "noise_pairs", none=True, length=2, distinct=False,
+                                     text="two (kind, eta) pairs with eta among the profile's "
+                                     "rates", edges=(None, (("symmetric", 0.4),) * 2)),
+           "INTERACTIVE": _INTERACTIVE},
+    # 08 draws one dataset's geometry: one long-tailed set (digits cannot reach rho = 200)
+    "08": {"PROFILE": _PROFILE, "DATASET_MODULES": _DATASET_MODULES,
+           "DATASETS": _names(None, "datasets", "a tuple of one registered dataset "
+                              "(palviz.data.DATASETS)", (("digits",), ("mnist1d",)), none=True,
+                              length=1),
+           "IMBALANCE_RATIO": _RATIO, "SEED": _SEED,
+           "METHODS": _names(("CE", "LDAM-DRW", "ELM-DRW", "CE+PAL"), "long-tailed labels",
+                             _LT_LABELS, (("CE",), ("CE", "Focal", "LDAM-DRW+PAL", "ELM-DRW",
+                                                    "ELM+PAL"))),
+           "UMAP_POINTS": Param(None, "int", 100, none=True, edges=(100, 5000)), **_TRAIN},
+    "09": {"PROFILE": _PROFILE, "IMBALANCE_RATIO": Param(100, "real", 1, 100),
+           "HELD_OUT": Param(20, "int", 5, 30), "SEED": _SEED, "EPOCHS": _EPOCHS,
+           "WEIGHT_DECAY": _WEIGHT_DECAY},
 }
+# fmt: on

@@ -321,8 +321,7 @@ def test_the_parameter_check_and_the_workers_first_steps_import_no_torch():
     import sys
 
     code = (
-        "import sys\nfrom palviz.parameters import check_parameters\n"
-        "print('torch' in sys.modules)"
+        "import sys\nfrom palviz.parameters import check_parameters\nprint('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr

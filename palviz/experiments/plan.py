@@ -313,39 +313,44 @@ def experiment_specs(notebook: str, profile: str | None = None, **parameters: An
     return [s for specs in groups.values() for s in specs]
 
 
-def takes_datasets(notebook: str) -> bool:
-    """Whether ``notebook``'s parameters cell has ``DATASETS`` (06, 07, 08): the notebooks
-    ``palviz plan --datasets`` changes."""
+def takes(notebook: str, parameter: str) -> bool:
+    """Whether ``notebook``'s parameters cell has ``parameter``: ``DATASETS`` (06, 07, 08) and
+    ``METHODS`` (00, 06, 07, 08) are what ``palviz plan --datasets`` / ``--methods`` change."""
     from palviz.parameters import TABLES
 
-    return "DATASETS" in TABLES.get(_number(notebook), {})
+    return parameter in TABLES.get(_number(notebook), {})
 
 
 def planned_specs(
-    notebook: str, profile: str | None = None, datasets: Sequence[str] | None = None
+    notebook: str,
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[RunSpec]:
     """The specs notebook ``notebook`` (``"06"`` or ``"06_long_tailed"``) passes to the run
     cache in ``profile`` with its default parameters, in its order (duplicates kept); ``[]``
-    for a notebook that trains nothing. ``datasets`` is its ``DATASETS`` parameter (for the
-    notebooks that have one, :func:`takes_datasets`; the others keep their defaults)."""
+    for a notebook that trains nothing. ``datasets`` and ``methods`` are its ``DATASETS`` and
+    ``METHODS`` parameters (for the notebooks that have them, :func:`takes`; the others keep
+    their defaults)."""
     if _number(notebook) not in EXPERIMENTS:
         return []
-    if datasets is not None and takes_datasets(notebook):
-        return experiment_specs(notebook, profile, datasets=tuple(datasets))
-    return experiment_specs(notebook, profile)
+    given = {"datasets": datasets, "methods": methods}
+    chosen = {k: tuple(v) for k, v in given.items() if v is not None and takes(notebook, k.upper())}
+    return experiment_specs(notebook, profile, **chosen)
 
 
 def plan(
     notebooks: Iterable[str],
     profile: str | None = None,
     datasets: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[dict]:
     """The distinct runs of these notebooks, in first-asked order: one dict per cache key with
-    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it); ``datasets`` as for
-    :func:`planned_specs`."""
+    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it); ``datasets`` and
+    ``methods`` as for :func:`planned_specs`."""
     rows: dict[str, dict] = {}
     for number in notebooks:
-        for spec in planned_specs(number, profile, datasets):
+        for spec in planned_specs(number, profile, datasets, methods):
             row = rows.setdefault(spec.key(), {"key": spec.key(), "spec": spec, "notebooks": []})
             if number[:2] not in row["notebooks"]:
                 row["notebooks"].append(number[:2])

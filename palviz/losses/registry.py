@@ -126,11 +126,10 @@ def _entry(name: Any) -> LossEntry:
 
 
 def check_loss_kw(name: str, loss_kw: Mapping[str, Any], *, field_name: str = "loss_kw") -> None:
-    """Raise ``ValueError`` if ``loss_kw`` passes an argument loss ``name`` does not take, or
-    a fact of the run (:data:`FACTS`) that the run itself supplies."""
-    entry = _entry(name)
-    if not isinstance(loss_kw, Mapping):
-        raise TypeError(f"{field_name} must be a dict of {name!r}'s arguments, got {loss_kw!r}")
+    """Raise ``ValueError`` if ``loss_kw`` (a mapping) passes an argument the registered loss
+    ``name`` does not take, or a fact of the run (:data:`FACTS`) that the run itself
+    supplies."""
+    entry = LOSSES[name]
     supplied = [FACTS[f] for f in entry.needs]
     allowed = [a for a in entry.arguments if a not in supplied]
     for key in loss_kw:
