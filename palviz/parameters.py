@@ -64,6 +64,7 @@ CHOICES: dict[str, Callable[[], tuple]] = {
     "long-tailed labels": _lt_labels,
     "noisy-label methods": lambda: _recipes().NOISE_METHODS,
     "orientations": lambda: ("axis", "block"),
+    "noise kinds": lambda: _NOISE_KINDS,
     "datasets": _datasets,
 }
 
@@ -162,17 +163,17 @@ def _within(x: float, p: Param) -> bool:
     return low and (p.max is None or x <= p.max)
 
 
-def _noise_pairs(profile: Any, rates: Any) -> tuple:
+def _noisy_setup(values: Mapping) -> dict:
+    """Notebook 07's noise settings in its ``PROFILE``, of its ``NOISE_KINDS``."""
     recipes = _recipes()
-    setup = recipes.select_noise_rates(
-        recipes.noisy_setup(resolve_profile(profile)), rates, "RATES"
-    )
-    return tuple((kind, eta) for kind in _NOISE_KINDS for eta in setup[kind])
+    setup = recipes.noisy_setup(resolve_profile(values.get("PROFILE")))
+    return recipes.select_noise_kinds(setup, values.get("NOISE_KINDS"))
 
 
 def _check_value(name: str, value: Any, p: Param, values: Mapping) -> Any:
     """``value``, of ``p``'s type, checked against what ``p`` allows (``values``: the other
-    parameters, whose ``PROFILE`` and ``RATES`` a range may depend on); lists as tuples."""
+    parameters, whose ``PROFILE``, ``NOISE_KINDS`` and ``RATES`` a range may depend on);
+    lists as tuples."""
 
     def fail(detail: str = "") -> ValueError:
         return invalid(name, value, rule(p) + (f"; {detail}" if detail else ""))
@@ -214,17 +215,18 @@ def _check_value(name: str, value: Any, p: Param, values: Mapping) -> Any:
                 cause = f"{type(err.__cause__).__name__}: {err.__cause__}"
                 raise fail(f"{module!r} cannot be imported ({cause})") from err
     elif p.kind == "noise_rates":
-        recipes = _recipes()
-        problem = recipes.noise_rates_problem(recipes.noisy_setup(resolve_profile(profile)), items)
+        problem = _recipes().noise_rates_problem(_noisy_setup(values), items)
         if problem:
             raise fail(problem)
     else:  # noise_pairs
-        rates = values.get("RATES")
-        allowed = _noise_pairs(profile, rates)
+        rates, kinds = values.get("RATES"), values.get("NOISE_KINDS")
+        setup = _recipes().select_noise_rates(_noisy_setup(values), rates, "RATES")
+        allowed = tuple((kind, eta) for kind in _NOISE_KINDS for eta in setup[kind])
         for pair in items:
             if pair not in allowed:
                 shown = ", ".join(f"({k!r}, {e})" for k, e in allowed)
-                kept = "" if rates is None else f" kept by RATES {tuple(rates)!r}"
+                kept = "" if kinds is None else f" of NOISE_KINDS {tuple(kinds)!r}"
+                kept += "" if rates is None else f" kept by RATES {tuple(rates)!r}"
                 where = f"the pairs of profile {resolve_profile(profile)!r}{kept} are {shown}"
                 raise fail(f"{where}; {pair!r} is not one of them")
     return items
@@ -326,6 +328,9 @@ TABLES: dict[str, dict[str, Param]] = {
                              "palviz.experiments.recipes.NOISE_METHODS",
                              (("CE",), ("CE", "CE+FNPAL", "CE+FNPN")), none=True),
            "SEEDS": _SEEDS,
+           "NOISE_KINDS": _names(None, "noise kinds", 'a tuple of noise kinds from '
+                                 '("symmetric", "asymmetric")', (("symmetric",), _NOISE_KINDS),
+                                 none=True),
            "RATES": Param(None, "noise_rates", none=True, edges=((0.4,), (0.2, 0.4)),  # 0.4: in
                           text="a tuple of noise rates keeping at least one of each kind's "
                           "rates"),  # every profile, as in TRANSITION_SHOWN's edge

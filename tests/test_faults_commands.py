@@ -311,7 +311,7 @@ def test_notebook_07_refuses_a_transition_it_does_not_train_naming_the_allowed_p
     setup = recipes.noisy_setup(profile)
     pairs = [(k, eta) for k in ("symmetric", "asymmetric") for eta in setup[k]]
     values = {name: edges(p)[0] for name, p in TABLES["07"].items()}
-    values.update(PROFILE=profile, RATES=None)  # every rate of the profile
+    values.update(PROFILE=profile, NOISE_KINDS=None, RATES=None)  # every kind and rate
     for wrong in (("symmetric", 0.33), ("uniform", 0.4)):
         shown = (pairs[0], wrong)
         with pytest.raises(ValueError) as error:

@@ -239,6 +239,26 @@ def test_profile_dependent_and_unknown_values_are_refused_with_the_allowed_ones(
         check_parameters("02", _with("02", "K_MAJOR", 1))
 
 
+def test_noise_kinds_narrow_07s_tables_and_what_its_other_parameters_may_name():
+    from palviz.experiments.plan import experiment
+
+    values = {**defaults("07"), "PROFILE": "smoke", "NOISE_KINDS": ("asymmetric",)}
+    shown = (("symmetric", 0.4), ("asymmetric", 0.4))
+    of = r"the pairs of profile 'smoke' of NOISE_KINDS \('asymmetric',\) are \('asymmetric', 0\.4\)"
+    with pytest.raises(ValueError, match=of + r"; \('symmetric', 0\.4\) is not one of them"):
+        check_parameters("07", {**values, "TRANSITION_SHOWN": shown})
+    check_parameters("07", {**values, "TRANSITION_SHOWN": (shown[1],) * 2})
+    # quick's symmetric rates hold 0.2, its asymmetric ones (0.4) do not
+    check_parameters("07", {**values, "PROFILE": "quick", "NOISE_KINDS": ("symmetric",),
+                            "RATES": (0.2,)})  # fmt: skip
+    with pytest.raises(ValueError, match=r"^RATES must be .*no asymmetric rate of the profile"):
+        check_parameters("07", {**values, "PROFILE": "quick", "RATES": (0.2,)})
+    groups = experiment("07", "smoke", kinds=("symmetric",))
+    assert groups["mnist1d", "asymmetric"] == [] and groups["mnist1d", "symmetric"]
+    assert {s.noise_kind for s in groups["mnist1d", "symmetric"]} == {"symmetric"}
+    assert groups["mnist1d", "headline"] == experiment("07", "smoke")["mnist1d", "headline"]
+
+
 def test_a_ratio_below_1_a_string_or_a_repeat_is_refused_naming_ratios():
     rule = "None or a tuple of distinct numbers >= 1"
     for value, detail in (((0.5,), "; 0.5 is out of range"), ((10, 10.0), "; repeats found")):

@@ -105,6 +105,7 @@ from palviz.experiments.recipes import (
     noisy_setup,
     noisy_spec,
     scale_sweep,
+    select_noise_kinds,
     select_noise_rates,
 )
 from palviz.experiments.runcache import (
@@ -207,6 +208,7 @@ __all__ = [
     "run_grouped",
     "run_many",
     "scale_sweep",
+    "select_noise_kinds",
     "select_noise_rates",
     "select_runs",
     "sources_markdown",

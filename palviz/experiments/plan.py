@@ -14,7 +14,8 @@ The parameters every training notebook accepts (``None`` keeps the profile's val
 - ``seeds`` (06, 07) or ``seed`` (00, 02, 03, 08);
 - ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
   with CE and has ``weight_decays`` instead of ``weight_decay``);
-- ``rates`` (07): the noise rates its tables and sweep keep;
+- ``rates`` (07): the noise rates its tables and sweep keep; ``kinds`` (07): the noise
+  kinds of its tables;
 - ``ratios`` (06): the imbalance ratios of its grid (its replication keeps its own);
 - ``datasets`` (06, 07, 08): the datasets trained instead of the profile's, each a registered
   dataset (:func:`palviz.data.register_dataset`) with its network
@@ -180,6 +181,7 @@ def noisy_groups(
     *,
     methods: Any = None,
     seeds: Any = None,
+    kinds: Any = None,
     rates: Any = None,
     datasets: Any = None,
     **train: Any,
@@ -190,12 +192,15 @@ def noisy_groups(
     ``"sweep"``, CE+FNPAL at every s of the sweep. ``methods`` replaces the tables' methods;
     the headline keeps the profile's headline methods among them, and the sweep runs only if
     CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds;
-    ``rates`` keeps the tables' and the sweep's noise rates among it
+    ``kinds`` keeps the tables of those noise kinds only
+    (:func:`palviz.experiments.recipes.select_noise_kinds`; a kind left out has empty
+    groups); ``rates`` keeps the tables' and the sweep's noise rates among it
     (:func:`palviz.experiments.recipes.select_noise_rates`); ``datasets`` replaces the
     profile's datasets (the sweep runs on the first unless the profile's sweep dataset is
     among them)."""
     profile = resolve_profile(profile)
-    setup = recipes.select_noise_rates(recipes.noisy_setup(profile, datasets), rates)
+    setup = recipes.select_noise_kinds(recipes.noisy_setup(profile, datasets), kinds)
+    setup = recipes.select_noise_rates(setup, rates)
     head = setup["headline"]
     if methods is None:
         sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]
