@@ -137,7 +137,7 @@ def test_figures_trains_and_renders_the_profile_palviz_profile_names(folders, mo
         cli_figures, "train_missing", lambda sel, profile: seen.append(profile) or 0.0
     )
     monkeypatch.setattr(
-        cli_figures, "execute_notebook", lambda path, profile, out: seen.append(profile) or 0.1
+        cli_figures, "execute_notebook", lambda path, profile, out, *_: seen.append(profile) or 0.1
     )
     monkeypatch.setenv("PALVIZ_PROFILE", "smoke")
     assert cli.main(["figures", "--only", "01", "--jobs", "1"]) == 0

@@ -10,14 +10,14 @@ that a bad parameter stops a notebook before torch loads). Its modules:
   :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
-  local process pools (GPU slots) or submitit (:mod:`~palviz.experiments.slurm`: what a
-  Slurm partition offers); :mod:`~palviz.experiments.workers` what a
-  local worker does first (ignore Ctrl-C, die with its parent, take a GPU)
+  local process pools (GPU slots) or submitit (Slurm job arrays);
+  :mod:`~palviz.experiments.workers` what a local worker does first (ignore Ctrl-C, die with
+  its parent, take a GPU)
 - :mod:`~palviz.experiments.methods` the methods of the experiment tables
 - :mod:`~palviz.experiments.recipes` named methods, what each profile trains, spec grids, the
-  papers' facts; the profiles and each dataset's network as data in
-  :mod:`~palviz.experiments.profiles`, the departures from the reference code in
-  :mod:`~palviz.experiments.departures`
+  papers' facts; the profiles as data in :mod:`~palviz.experiments.profiles` (each dataset's
+  network is its registration's, :func:`palviz.data.register_dataset`), the departures from
+  the reference code in :mod:`~palviz.experiments.departures`
 - :mod:`~palviz.experiments.published` the papers' and anchors' published numbers, as records
   with their sources
 - :mod:`~palviz.experiments.budget` training budgets in SGD steps beside the papers'
@@ -29,9 +29,8 @@ that a bad parameter stops a notebook before torch loads). Its modules:
   :mod:`~palviz.experiments.claims_table` the claims read against paired seeds, as a table
 - :mod:`~palviz.experiments.pack` cached runs as one checked archive;
   :mod:`~palviz.experiments.unpack` its format, and reading one back
-- :mod:`~palviz.experiments.estimate` GPU-hours of a plan from a measured benchmark
-- :mod:`~palviz.experiments.report` the measured blocks of the docs, written from
-  ``docs/results/``
+- :mod:`~palviz.experiments.report` the result files committed in ``docs/results/``, and a
+  fresh run compared with them run by run
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ from palviz.experiments.claims import (
     write_claims,
 )
 from palviz.experiments.claims_table import (
-    claims_explanation,
     claims_markdown,
     claims_summary,
     evaluate_claims,
@@ -158,7 +156,6 @@ __all__ = [
     "Source",
     "build_loss",
     "claim_runs",
-    "claims_explanation",
     "claims_markdown",
     "claims_summary",
     "class_mean_features",

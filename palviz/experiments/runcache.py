@@ -483,7 +483,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
     epochs = spec.train.epochs if spec.toy is None else spec.toy["epochs"]  # a toy run stops early
     config = dataclasses.replace(spec.train, epochs=epochs)
     torch.manual_seed(spec.seed)
-    model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
+    model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
     loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
     cpu = resolve_device(config.device).type == "cpu"
@@ -582,7 +582,7 @@ def initial_prototypes(spec: RunSpec) -> np.ndarray:
     info = pdata.dataset_info(spec.dataset)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
-        model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
+        model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
     return model.head.prototypes.detach().cpu().numpy()
 
 

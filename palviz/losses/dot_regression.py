@@ -78,7 +78,7 @@ class DotRegressionLoss(nn.Module):
     default ``GivenEw=True``, ``reg_lam=0``). Differences from that code: palviz's head
     normalises the backbone's features without the reference's ``BatchNorm1d`` before the
     division, and divides by ``max(||h||, 1e-12)`` (``F.normalize``) where the reference
-    clamps the norm at ``1e-8`` (docs/reference.md 9).
+    clamps the norm at ``1e-8`` (docs/departures.md).
 
     Args:
         num_classes: C, the number of classes (logit columns).
