@@ -63,6 +63,7 @@ from palviz.experiments.cluster import (
     run_grouped,
     run_many,
 )
+from palviz.experiments.departures import DEPARTURES
 from palviz.experiments.methods import (
     ORIENTATIONS,
     method_table,
@@ -141,6 +142,7 @@ from palviz.experiments.tables import (
 __all__ = [
     "CACHE_SCHEMA",
     "DATASET_NAMES",
+    "DEPARTURES",
     "LT_METHODS",
     "NOISE_METHODS",
     "ORIENTATIONS",
