@@ -26,7 +26,8 @@ above it (``tests/test_imports.py`` checks it from the source):
   with one message form; one torch thread while a block runs; the CPU kernels pinned to AVX2,
   so that a run gives the same numbers on every x86-64 machine
 
-The **experiment layer**, :mod:`palviz.experiments`, runs the notebooks' experiments: run specs
+The **experiment layer**, :mod:`palviz.experiments` (and :mod:`palviz.parameters`, each
+notebook's parameters checked before torch loads), runs the notebooks' experiments: run specs
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the

@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from palviz.checks import check_choice, check_int, check_num_classes, check_sample_shape, invalid
-from palviz.heads import LinearHead, make_head
+from palviz.heads import HEAD_KINDS, HEADS, LinearHead
 
 __all__ = [
     "ARCHS",
@@ -490,7 +490,7 @@ def make_model(
         if arch == "mlp1d":  # the one backbone built for the size of its input
             sized["width"] = dims[0]
     backbone = build(channels, **sized)
-    head_module = make_head(head, feat_dim, num_classes, **head_kw)
+    head_module = HEADS[check_choice("head", head, HEAD_KINDS)](feat_dim, num_classes, **head_kw)
     if HEAD_INITS[arch] is not None and isinstance(head_module, LinearHead):
         _INITS[HEAD_INITS[arch]](head_module.fc.weight)
     return Classifier(backbone, head_module, feat_dim)

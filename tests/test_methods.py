@@ -64,7 +64,7 @@ def extra_loss(monkeypatch):
     """A loss registered, with a row of the method table, for the duration of a test (and
     removed after it)."""
 
-    @registry.register_loss("test_shifted_ce", needs=("class_counts",), source="a test")
+    @registry.register_loss("test_shifted_ce", source="a test")
     class ShiftedCE(nn.Module):
         """CE of logits shifted by ``shift`` times log class frequency (a test loss)."""
 

@@ -307,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    p.add_argument("--methods", nargs="+", metavar="LABEL", help="METHODS of 00, 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")

@@ -32,23 +32,46 @@ def plan_numbers(only: list[str] | None = None) -> list[str]:
 
 
 def _planned(args: argparse.Namespace) -> list[dict]:
+    numbers = plan_numbers(args.only)
     try:
-        return planned_runs(plan_numbers(args.only), args.profile, args.datasets)
+        methods = checked_methods(numbers, getattr(args, "methods", None))
+        return planned_runs(numbers, args.profile, args.datasets, methods)
     except ValueError as err:  # a dataset not registered, a module that does not import
         print(f"palviz {args.command}: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
-def planned_runs(selected: list[Path] | list[str], profile: str, datasets=None) -> list[dict]:
+def checked_methods(numbers: list[str], methods: list[str] | None) -> tuple | None:
+    """``--methods`` as a tuple, each label one that the ``METHODS`` parameter of every
+    notebook of ``numbers`` that has one allows (else ``ValueError`` naming ``--methods``,
+    from :func:`palviz.checks.check_choice`, as a notebook's parameters check refuses it)."""
+    if methods is None:
+        return None
+    from palviz.checks import check_choice
+    from palviz.parameters import CHOICES, TABLES
+
+    for number in numbers:
+        entry = TABLES[number].get("METHODS")
+        if entry is not None:
+            allowed = CHOICES[entry.choices]()
+            for label in methods:
+                check_choice("--methods", label, allowed)
+    return tuple(methods)
+
+
+def planned_runs(
+    selected: list[Path] | list[str], profile: str, datasets=None, methods=None
+) -> list[dict]:
     """:func:`palviz.experiments.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
     numbers), each row with ``cached`` too; ``datasets`` is the ``DATASETS`` of 06, 07 and 08
-    (a name not registered is looked for in the modules ``$PALVIZ_DATASET_MODULES`` names)."""
+    (a name not registered is looked for in the modules ``$PALVIZ_DATASET_MODULES`` names),
+    ``methods`` the ``METHODS`` of 00, 06, 07 and 08 (checked: :func:`checked_methods`)."""
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.experiments.runcache import is_cached
 
     names = [p.name if isinstance(p, Path) else str(p) for p in selected]
     numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
-    rows = plan(numbers, profile, datasets)
+    rows = plan(numbers, profile, datasets, methods)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
     return rows

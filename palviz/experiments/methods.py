@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from palviz.checks import check_choice
 from palviz.heads import PROTOTYPE_ORIENTATIONS
 from palviz.losses import LOSSES
 
@@ -244,9 +245,8 @@ class Method:
 
     def head(self, scale: float | None = None, orientation: str = "random") -> tuple[str, dict]:
         """``(head, head_kw)`` of the model; ``scale`` is s of ``+FNPAL`` / ``+FNPN``,
-        ``orientation`` the simplex's placement (``+PAL`` only)."""
-        if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
+        ``orientation`` the simplex's placement (``+PAL`` only; one of :data:`ORIENTATIONS`,
+        checked where it enters: a notebook's parameters, the spec it reaches)."""
         if orientation != "random" and self.variant != "+PAL":
             raise ValueError(
                 f"orientation {orientation!r} needs a +PAL method (anchored prototypes), "
@@ -323,12 +323,12 @@ def noisy_methods() -> tuple[str, ...]:
     return tuple(methods_of("noisy"))
 
 
-def method(task: str, label: Any) -> Method:
-    """The method ``label`` of ``task``; the error lists the labels there are."""
+def method(task: str, label: Any, name: str = "method") -> Method:
+    """The method ``label`` of ``task``; a label that is not one is refused by
+    :func:`palviz.checks.check_choice`, naming ``name`` and listing the labels there are (the
+    one place a method's name is checked, wherever it entered)."""
     table = methods_of(task)
-    if label not in table:
-        raise ValueError(f"method must be one of {tuple(table)}, got {label!r}")
-    return table[label]
+    return table[check_choice(name, label, tuple(table))]
 
 
 def _kwargs_text(m: Method) -> str:

@@ -226,11 +226,25 @@ def noisy_setup(profile: str | None = None, datasets: Any = None) -> dict:
     return setup
 
 
+#: The kinds of synthetic label noise (:func:`palviz.data.add_label_noise`), in table order.
+NOISE_KINDS = ("symmetric", "asymmetric")
+
+
+def select_noise_kinds(setup: dict, kinds: Any) -> dict:
+    """``setup`` (a row of :data:`NOISY_PROFILES`) with no rate left for the noise kinds not
+    among ``kinds`` (``None``: every kind), so that its tables train those kinds only; the
+    headline, the s-sweep and a replication keep their settings. ``kinds`` was checked where
+    it entered (notebook 07's ``NOISE_KINDS``)."""
+    if kinds is None:
+        return setup
+    return {**setup, **{k: () for k in NOISE_KINDS if k not in kinds}}
+
+
 def noise_rates_problem(setup: dict, rates: Iterable[float]) -> str | None:
     """What is wrong with keeping only ``rates`` of ``setup`` (a row of
-    :data:`NOISY_PROFILES`): a kind left without a rate, in words; ``None`` when each kind
-    keeps at least one."""
-    lost = [k for k in ("symmetric", "asymmetric") if not set(setup[k]) & set(rates)]
+    :data:`NOISY_PROFILES`): a kind with rates left without one, in words; ``None`` when each
+    such kind keeps at least one."""
+    lost = [k for k in NOISE_KINDS if setup[k] and not set(setup[k]) & set(rates)]
     if not lost:
         return None
     have = "; ".join(f"{k} {tuple(setup[k])}" for k in ("symmetric", "asymmetric"))

@@ -49,7 +49,6 @@ def batch_class_lengths(targets: Tensor, num_classes: int) -> Tensor:
 
 @register_loss(
     "dot_regression",
-    needs=("num_classes",),
     head="cosine",
     source="Yang et al., NeurIPS 2022 (dot-regression loss L_DR)",
 )

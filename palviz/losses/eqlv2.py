@@ -35,7 +35,6 @@ def eqlv2_mapping(x: Tensor, gamma: float = 12.0, mu: float = 0.8) -> Tensor:
 
 @register_loss(
     "eqlv2",
-    needs=("num_classes",),
     source="Tan et al., CVPR 2021 (EQL v2 gradient-guided re-weighting), palviz's "
     "classification form",
 )
