@@ -3,14 +3,14 @@
 ::
 
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
+                   [--rerun]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
-                [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
-    palviz report [--profile quick] [--check | --compare]
+    palviz report [--profile quick] [--compare]
 
 A command with ``--profile`` reads ``$PALVIZ_PROFILE`` when it is not given (else ``quick``);
 an unknown profile, from either, stops it before any work (:func:`parse_args`).
@@ -21,8 +21,11 @@ machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab wou
 their figures in ``figures/`` and writes executed copies to ``build/<profile>/``, then builds
 the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz.book`).
 Training results come from the run cache (``runs/``), so a second ``figures`` only
-re-renders. Before anything starts it checks the downloaded datasets that the
-planned runs read (:func:`palviz.cli.figures.data_refusal`).
+re-renders, and it keeps the pages and files of a notebook whose inputs have not changed since
+its last good run (the notebook, the package, the installed libraries, the environment, the
+runs it reads: :func:`palviz.cli.figures.notebook_inputs`); ``--rerun`` runs every one.
+Before anything starts it checks the downloaded datasets that the planned runs read
+(:func:`palviz.cli.figures.data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,
 without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
@@ -34,10 +37,9 @@ this machine; see docs/cluster.md).
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine, its CPU pin) and ``runs.csv`` (each run's key and
 accuracies, every digit). ``report`` copies the profile's result files (``claims.csv``,
-``timings.json``, ``runs.csv``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
-rewrites the measured block of that profile in docs/results.md from them
-(:mod:`palviz.experiments.report`); ``report --check`` only compares the block, ``report
---compare`` the last run's result files with the committed ones, run by run.
+``timings.json``, ``runs.csv``, the notebooks' ``NN_*.md``) into ``docs/results/<profile>/``,
+which docs/results.md includes (:mod:`palviz.experiments.report`); ``report --compare``
+compares the last run's result files with the committed ones, run by run.
 
 Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
 processes and notebook kernels are ended, one line says how many of the runs asked for are
@@ -236,71 +238,33 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Copy the profile's result files into docs/results/<profile>/ and rewrite its block of
-    docs/results.md from them (for ``quick`` also the gallery); ``--check``: only compare."""
+    """Copy the profile's result files into docs/results/<profile>/ (for ``quick`` also the
+    gallery); ``--compare``: compare the last run's result files with the committed ones."""
     from palviz.experiments import report
 
-    try:
-        if args.compare:
-            equal, text = report.compare_runs(
-                figures_dir(args.profile), report.results_dir(args.profile)
-            )
-            print(text, end="")
-            print(f"{args.profile}: results {'unchanged' if equal else 'CHANGED'}")
-            return 0 if equal else 1
-        if args.check:
-            diff = report.check_page(args.profile)
-            if diff:
-                print(diff, end="")
-                print(
-                    f"docs/results.md's measured block of {args.profile} differs from what "
-                    f"docs/results/{args.profile}/ gives; rewrite it with: "
-                    f"palviz report --profile {args.profile}",
-                    file=sys.stderr,
-                )
-                return 1
-            print(f"docs/results.md's measured block of {args.profile} is up to date")
-            return 0
-        report.require_markers(args.profile)  # before anything is copied
-        copies = report.collect_results(args.profile)
-        source = figures_dir(args.profile)
-        if copies:
-            for path in copies:
-                print(f"{path.relative_to(project_root())}  (from {source})")
-        else:
-            print(
-                f"no result files in {source} (run `palviz figures --profile {args.profile}` "
-                f"first); writing the block from docs/results/{args.profile}/ as it is"
-            )
-        changed = report.write_page(args.profile)
-    except report.ReportError as err:
-        print(f"palviz report: {err}", file=sys.stderr)
+    source = figures_dir(args.profile)
+    if args.compare:
+        equal, text = report.compare_runs(source, report.results_dir(args.profile))
+        print(text, end="")
+        print(f"{args.profile}: results {'unchanged' if equal else 'CHANGED'}")
+        return 0 if equal else 1
+    copies = report.collect_results(args.profile)
+    if not copies:
+        print(
+            f"palviz report: no result files in {source}; run `palviz figures --profile "
+            f"{args.profile}` first",
+            file=sys.stderr,
+        )
         return 2
-    print(
-        f"docs/results.md: measured block of {args.profile}"
-        f" {'rewritten' if changed else 'unchanged'}"
-    )
-    if args.profile == "quick" and copies:
-        return cmd_gallery(args)
-    return 0
+    for path in copies:
+        print(f"{path.relative_to(project_root())}  (from {source})")
+    return cmd_gallery(args) if args.profile == "quick" else 0
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """Print the method tables of the loss registry, or write them (and the departures from
-    the reference code, :data:`palviz.experiments.departures.DEPARTURES`) into docs/reference.md
-    and docs/departures.md."""
-    from palviz.experiments import departures, methods
+    """Print the method tables of the loss registry."""
+    from palviz.experiments import methods
 
-    if args.write_docs:
-        path = project_root() / "docs" / "reference.md"
-        up_to_date = methods.write_method_tables(path, check=True)
-        methods.write_method_tables(path)
-        print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
-        current = departures.write_departures(check=True)
-        departures.write_departures()
-        state = "already up to date" if current else "rewritten"
-        print(f"departures: {state} in {path}, {path.with_name('departures.md')}")
-        return 0
     for task in (args.task,) if args.task else methods.TASKS:
         print(f"{task} methods (palviz.experiments.methods):\n")
         print(methods.method_table(task))
@@ -330,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
     )
+    p.add_argument(
+        "--rerun", action="store_true", help="run every notebook, also those with unchanged inputs"
+    )
     p.set_defaults(func=cmd_figures)
     p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")
     p.add_argument("--clear", action="store_true")
@@ -350,12 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    p.add_argument("--methods", nargs="+", metavar="LABEL", help="METHODS of 00, 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
-    p.add_argument(
-        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
-    )
-    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
@@ -371,16 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
     p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
     p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
-    p.add_argument(
-        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
-    )
+    p.add_argument("--gpus-per-job", type=int, help="Slurm: GPUs per job (default 0)")
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
     p.add_argument("--task", choices=("long_tailed", "noisy"))
-    p.add_argument("--write-docs", action="store_true", help="rewrite docs/reference.md's tables")
     p.set_defaults(func=cmd_methods)
     p = sub.add_parser("download", help="fetch datasets for the paper profile")
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
@@ -388,9 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
     add_profile_option(p)
     p.set_defaults(func=cmd_gallery)
-    p = sub.add_parser("report", help="write docs/results.md's measured results from result files")
+    p = sub.add_parser("report", help="copy the result files into docs/results/<profile>/")
     add_profile_option(p)
-    p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
     p.add_argument(
         "--compare",
         action="store_true",
