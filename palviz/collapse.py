@@ -77,11 +77,13 @@ CENTERS = ("class_means", "samples")
 
 
 def _features_and_targets(
-    features: Any, targets: Any, num_classes: int
+    features: Any, targets: Any, num_classes: int, every_class: bool = True
 ) -> tuple[np.ndarray, np.ndarray, int]:
     k = check_num_classes(num_classes)
     y = as_labels("targets", targets, k)
     h = as_matrix("features", features, rows=y.shape[0])
+    if not every_class:
+        return h, y, k
     if y.size == 0:
         raise invalid("features", f"shape {h.shape}", "at least one sample")
     missing = np.setdiff1d(np.arange(k), y)
@@ -92,19 +94,28 @@ def _features_and_targets(
     return h, y, k
 
 
-def class_means(features: Any, targets: Any, num_classes: int) -> np.ndarray:
+def class_means(
+    features: Any, targets: Any, num_classes: int, *, missing: str = "raise"
+) -> np.ndarray:
     r"""Class means $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} h_i$: float64 `[K, d]`.
 
-    Every class must have a sample (``ValueError`` otherwise, naming the missing classes)."""
-    h, y, k = _features_and_targets(features, targets, num_classes)
+    ``missing``: what a class without a sample gives, ``"raise"`` (a ``ValueError`` naming
+    the missing classes) or ``"nan"`` (a row of NaN)."""
+    check_choice("missing", missing, ("raise", "nan"))
+    h, y, k = _features_and_targets(features, targets, num_classes, missing == "raise")
     return _means(h, y, k)
 
 
 def _means(h: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
-    order = np.argsort(y, kind="stable")  # the samples grouped by class, every class present
-    starts = np.searchsorted(y[order], np.arange(k))
-    sums = np.add.reduceat(h[order], starts, axis=0)  # sum_{y_i = c} h_i
-    return sums / np.bincount(y, minlength=k)[:, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
+    counts = np.bincount(y, minlength=k)
+    present = np.flatnonzero(counts)
+    means = np.full((k, h.shape[1]), np.nan)  # NaN: a class without a sample
+    if present.size:
+        order = np.argsort(y, kind="stable")  # the samples grouped by class
+        starts = np.searchsorted(y[order], present)
+        sums = np.add.reduceat(h[order], starts, axis=0)  # sum_{y_i = c} h_i
+        means[present] = sums / counts[present, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
+    return means
 
 
 def global_mean(

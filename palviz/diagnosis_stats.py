@@ -177,15 +177,6 @@ def _spreads(by_group, add, vectors, cos, on: str) -> None:
     add("all", f"NC2 ETF distance ({on})", collapse.etf_distance(vectors), "ETF distance")
 
 
-def _class_mean(values: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
-    """Mean of ``values`` over the samples of each class; NaN for a class with no sample."""
-    n = np.bincount(y, minlength=k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(
-            n > 0, np.bincount(y, weights=values, minlength=k) / np.maximum(n, 1), np.nan
-        )
-
-
 def per_class(split, p, k, W, counts, group_of, read: Reading) -> Any:
     """One row per class of one split: count, group, accuracy, norms, margin, confidence."""
     import pandas as pd
@@ -201,9 +192,9 @@ def per_class(split, p, k, W, counts, group_of, read: Reading) -> Any:
             "accuracy": metrics.per_class_accuracy(read.preds, y, k),
             "classifier_norm": np.full(k, np.nan) if W is None else metrics.weight_norms(W),
             "feature_mean_norm": np.full(k, np.nan) if M is None else np.linalg.norm(M, axis=1),
-            "mean_margin": _class_mean(read.margins, y, k),
+            "mean_margin": metrics.per_class_mean(read.margins, y, k),
             # metrics.mean_confidence_per_class, from the confidences already taken
-            "mean_confidence": _class_mean(read.conf, y, k),
+            "mean_confidence": metrics.per_class_mean(read.conf, y, k),
         }
     )
 

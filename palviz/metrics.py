@@ -42,6 +42,7 @@ __all__ = [
     "min_prototype_angle",
     "nan_to_none",
     "per_class_accuracy",
+    "per_class_mean",
     "prototype_cosines",
     "realised_noise_rate",
     "sample_margins",
@@ -89,8 +90,10 @@ def _prototypes(W: Any) -> np.ndarray:
     return W
 
 
-def _per_class_mean(values: np.ndarray, targets: np.ndarray, num_classes: int) -> np.ndarray:
-    """Mean of `values` over the samples of each class; NaN for a class with no sample."""
+def per_class_mean(values: np.ndarray, targets: np.ndarray, num_classes: int) -> np.ndarray:
+    r"""Mean of ``values`` `[N]` over the samples of each class, $\frac{1}{n_c}\sum_{i: y_i = c}
+    v_i$: float64 `[num_classes]`; NaN for a class with no sample. ``targets``: int64 `[N]` in
+    $[0, K)$, as checked by the public functions that call it."""
     counts = np.bincount(targets, minlength=num_classes).astype(np.float64)
     sums = np.bincount(targets, weights=values, minlength=num_classes)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -125,7 +128,7 @@ def per_class_accuracy(logits_or_preds: Any, targets: Any, num_classes: int) -> 
         raise ValueError(
             f"logits_or_preds must be logits (N, {k}) or predictions (N,), got shape {x.shape}"
         )
-    return _per_class_mean((preds == y).astype(np.float64), y, k)
+    return per_class_mean((preds == y).astype(np.float64), y, k)
 
 
 def shot_groups(train_counts: Any, many: int = 100, few: int = 20) -> dict[str, np.ndarray]:
@@ -295,7 +298,7 @@ def feature_norms_per_class(features: Any, targets: Any, num_classes: int) -> np
     k = check_num_classes(num_classes)
     y = as_labels("targets", targets, k)
     f = as_matrix("features", features, rows=y.shape[0])
-    return _per_class_mean(np.linalg.norm(f, axis=1), y, k)
+    return per_class_mean(np.linalg.norm(f, axis=1), y, k)
 
 
 def alive_units(features: Any, threshold: float = 0.0) -> np.ndarray:
@@ -369,7 +372,7 @@ def mean_confidence_per_class(logits: Any, targets: Any, num_classes: int) -> np
     z, y = _logits_and_targets(logits, targets, k)
     # max_j softmax(z)_j = 1 / sum_j exp(z_j - max z)
     conf = 1.0 / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)
-    return _per_class_mean(conf, y, k)
+    return per_class_mean(conf, y, k)
 
 
 # ----------------------------------------------------------------------------------------------

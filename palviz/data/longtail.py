@@ -8,13 +8,19 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from palviz.checks import check_choice, check_int, check_num_classes, check_real, invalid
+from palviz.checks import (
+    as_labels,
+    check_choice,
+    check_int,
+    check_num_classes,
+    check_real,
+    invalid,
+)
 
 __all__ = [
     "LONG_TAIL_SHAPES",
     "covering_subset",
     "held_out_indices",
-    "label_array",
     "long_tail_counts",
     "long_tail_indices",
     "make_long_tailed",
@@ -88,19 +94,6 @@ def long_tail_counts(
     return counts
 
 
-def label_array(targets: torch.Tensor | np.ndarray | Sequence[int], name: str) -> np.ndarray:
-    """A fresh 1-D int64 NumPy copy of ``targets``."""
-    if isinstance(targets, torch.Tensor):
-        arr = targets.detach().cpu().numpy()
-    else:
-        arr = np.asarray(targets)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.size and not (np.issubdtype(arr.dtype, np.integer)):
-        raise ValueError(f"{name} must hold integer class ids, got dtype {arr.dtype}")
-    return arr.astype(np.int64, copy=True)
-
-
 def long_tail_indices(
     targets: torch.Tensor | np.ndarray | Sequence[int],
     counts: Sequence[int],
@@ -123,7 +116,7 @@ def long_tail_indices(
     Raises:
         ValueError: a class has fewer samples than asked, or a label is out of range.
     """
-    t = label_array(targets, "targets")
+    t = as_labels("targets", targets)
     counts = [int(c) for c in counts]
     if not counts or min(counts) < 0:
         raise ValueError(f"counts must be a non-empty list of integers >= 0, got {counts}")
@@ -176,11 +169,11 @@ def make_long_tailed(
         and the per-class counts, class 0 the head.
     """
     shape = _long_tail_shape(shape, profile)
-    y_np = label_array(y, "y")
+    y_np = as_labels("y", y)
     if len(x) != len(y_np):
         raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y_np)}")
-    if y_np.size == 0 or y_np.min() < 0:
-        raise ValueError("y must be non-empty with labels >= 0")
+    if y_np.size == 0:
+        raise ValueError("y must be non-empty, got no labels")
     per_class = np.bincount(y_np)
     if n_max is None:
         n_max = int(per_class.min())

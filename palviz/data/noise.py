@@ -12,8 +12,13 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from palviz.checks import check_choice, check_int, check_num_classes, check_probability
-from palviz.data.longtail import label_array
+from palviz.checks import (
+    as_labels,
+    check_choice,
+    check_int,
+    check_num_classes,
+    check_probability,
+)
 from palviz.data.registry import DATASETS, check_dataset, dataset_info
 
 __all__ = ["ASYMMETRIC_MAPS", "NOISE_REVISION", "add_label_noise", "asymmetric_map", "flip_count"]
@@ -118,7 +123,7 @@ def add_label_noise(
             f"dataset must be given for kind='asymmetric' (it picks the class map), one of "
             f"{tuple(ASYMMETRIC_MAPS)}; got dataset=None"
         )
-    clean = label_array(targets, "targets")
+    clean = as_labels("targets", targets)
     if num_classes is None:
         if dataset is not None:
             num_classes = dataset_info(dataset).num_classes

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from palviz import collapse
 from palviz import metrics as pmetrics
 from palviz.data import asymmetric_map, flip_count
 from palviz.experiments.published import (
@@ -461,16 +462,11 @@ def class_mean_features(
     features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
 ) -> np.ndarray:
     r"""Class means of features, $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} z_i$: `[num_classes, d]`
-    (NaN rows for a class without samples). With ``centred``, minus their mean
-    $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a balanced set): the centred class
-    means of neural-collapse studies (Papyan et al. 2020), whose ideal is the simplex."""
-    features = np.asarray(features, dtype=np.float64)
-    targets = np.asarray(targets)
-    counts = np.bincount(targets, minlength=num_classes).astype(np.float64)
-    sums = np.zeros((num_classes, features.shape[1]))
-    np.add.at(sums, targets, features)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / counts[:, None]
+    (:func:`palviz.collapse.class_means`, NaN rows for a class without samples). With
+    ``centred``, minus their mean $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a
+    balanced set): the centred class means of neural-collapse studies (Papyan et al. 2020),
+    whose ideal is the simplex."""
+    means = collapse.class_means(features, targets, num_classes, missing="nan")
     return means - np.nanmean(means, axis=0) if centred else means
 
 
