@@ -14,6 +14,7 @@ from torch import nn
 from palviz import calibration, collapse
 from palviz.checks import check_choice, invalid
 from palviz.data import BatchIterator
+from palviz.diagnosis_stats import ClassStats
 from palviz.threads import single_thread
 
 __all__ = [
@@ -178,7 +179,8 @@ def collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: flo
     """Neural collapse and calibration of one evaluation pass (:func:`evaluate_batches` with
     ``keep_outputs``), on the split it ran over, as :data:`COLLAPSE_KEYS` -> float:
 
-    - ``nc1``: :func:`palviz.collapse.nc1`, Tr(Sigma_W Sigma_B^+)/K;
+    - ``nc1``: :func:`palviz.collapse.nc1`, Tr(Sigma_W Sigma_B^+)/K, from the class
+      statistics :func:`palviz.diagnose` reads (:class:`palviz.diagnosis_stats.ClassStats`);
     - ``nc2_norms_*`` / ``nc2_angles_*``: :func:`palviz.collapse.equinorm` and
       :func:`palviz.collapse.equiangularity` of the centred class means and of the head's
       class vectors (``head.prototypes``);
@@ -201,16 +203,16 @@ def _collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: fl
     if np.bincount(y, minlength=k).min() == 0:
         return {}
     W = head.prototypes.detach().double().cpu().numpy()
-    means = collapse.class_means(h, y, k)
-    M = collapse.centered_means(h, y, k)  # mu_c - mu_G, mu_G the mean of the class means
+    stats = ClassStats.of(h, y, k, "class_means")  # the statistics diagnose reads
+    M = stats.centred  # mu_c - mu_G, mu_G the mean of the class means
     values = (
-        collapse.nc1(h, y, k),
+        stats.nc1(np.arange(k)),
         collapse.equinorm(M),
         collapse.equinorm(W),
         collapse.equiangularity(M),
         collapse.equiangularity(W),
         collapse.nc3(W, M),
-        collapse.nc4(h, None, None, means, preds=z.argmax(1)),
+        collapse.nc4(h, None, None, stats.means, preds=z.argmax(1)),
         calibration.expected_calibration_error(logit_scale * z, y, 15, kind="logits"),
     )
     return {
