@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -335,6 +336,13 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[Any]:
         if mapped is None:
             raise
         raise mapped from None
+
+
+def setting_key(setting: Any, default: Callable[[Any], Any] | None = None) -> str:
+    """16 hex digits naming ``setting`` (JSON data; ``default`` as ``json.dumps``'s) in a
+    cache: the start of the SHA-256 of its JSON text, keys sorted, so equal settings share it."""
+    text = json.dumps(setting, sort_keys=True, default=default)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import inspect
 import json
 import numbers
@@ -62,6 +61,7 @@ from palviz.files import (
     cache_dir,
     runs_dir,
     save_npz,
+    setting_key,
     storage_errors,
     write_json,
 )
@@ -198,8 +198,7 @@ class RunSpec:
         payload["_cpu"] = pin_label()
         if self.noise_rate > 0:
             payload["_noise_revision"] = pdata.NOISE_REVISION
-        text = json.dumps(payload, sort_keys=True, default=_jsonable)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return setting_key(payload, default=_jsonable)
 
     def replace(self, **changes: Any) -> RunSpec:
         """A copy with some fields changed (``train=dict(...)`` updates the TrainConfig)."""
