@@ -1,5 +1,5 @@
 """palviz.experiments.budget: SGD steps, the papers' budgets, the weight-decay integral, the
-budget plot."""
+curves of the budget plot; palviz.plots.plot_budget draws them."""
 
 import math
 
@@ -16,6 +16,7 @@ from palviz.data import BatchIterator  # noqa: E402
 from palviz.experiments import budget, tables  # noqa: E402
 from palviz.experiments.recipes import noisy_spec  # noqa: E402
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data  # noqa: E402
+from palviz.plots import plot_budget  # noqa: E402
 from palviz.train import TrainConfig, learning_rate  # noqa: E402
 
 # ------------------------------------------------------------------------- steps_per_epoch
@@ -211,7 +212,7 @@ def _labels(ax):
 
 def test_plot_budget_draws_means_bands_train_lines_and_both_budgets(runs):
     fig, ax = plt.subplots()
-    budget.plot_budget(ax, runs, quick_steps=32, paper_steps=19_400, title="budget")
+    plot_budget(ax, budget.budget_frame(runs), quick_steps=32, paper_steps=19_400, title="budget")
     labels = _labels(ax)
     assert "CE: test (mean of 3 seeds, min-max band)" in labels
     assert (
@@ -242,7 +243,9 @@ def test_plot_budget_draws_means_bands_train_lines_and_both_budgets(runs):
 
 def test_plot_budget_draws_a_paper_budget_within_reach_as_a_line(runs):
     fig, ax = plt.subplots()
-    budget.plot_budget(ax, runs, quick_steps=32, paper_steps=36, show_train=False, band="sd")
+    plot_budget(
+        ax, budget.budget_frame(runs), quick_steps=32, paper_steps=36, show_train=False, band="sd"
+    )
     labels = _labels(ax)
     assert "paper: 36 steps" in labels and ax.get_xlim()[1] >= 36
     assert "CE: test (mean of 3 seeds, +-1 sd band)" in labels
@@ -254,7 +257,7 @@ def test_plot_budget_draws_a_paper_budget_within_reach_as_a_line(runs):
 def test_plot_budget_says_one_seed_and_draws_no_band():
     fig, ax = plt.subplots()
     one = {"CE": [_noisy_result(test=TESTS["CE"][0], eta=0.0)]}
-    budget.plot_budget(ax, one, quick_steps=None)
+    plot_budget(ax, budget.budget_frame(one), quick_steps=None)
     labels = _labels(ax)
     assert labels == [
         "CE: test (1 seed)",
@@ -267,11 +270,11 @@ def test_plot_budget_says_one_seed_and_draws_no_band():
 def test_plot_budget_errors_name_the_argument(runs):
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match="results_by_label must be a non-empty dict"):
-        budget.plot_budget(ax, {}, quick_steps=10)
+        budget.budget_frame({})
     with pytest.raises(ValueError, match="band must be one of"):
-        budget.plot_budget(ax, runs, quick_steps=10, band="iqr")
+        plot_budget(ax, budget.budget_frame(runs), quick_steps=10, band="iqr")
     unfinished = _noisy_result()
     unfinished.metrics.pop("profile_sizes")
     with pytest.raises(ValueError, match="results_by_label must be finished runs.*'CE': run 0"):
-        budget.plot_budget(ax, {"CE": [unfinished]}, quick_steps=10)
+        budget.budget_frame({"CE": [unfinished]})
     plt.close(fig)

@@ -1,14 +1,13 @@
-"""Training budgets counted in SGD steps, and the "budget lesson" figure.
+"""Training budgets counted in SGD steps, and the curves of the "budget lesson" figure.
 
 A profile that trains for 30 epochs on a few thousand samples takes a few hundred to a few
 thousand optimiser steps; the papers' set-ups take tens of thousands. Epochs hide that
 difference (an epoch of 12,406 images is not an epoch of 4,000), steps do not, so every
 comparison of a profile with a paper here is in steps: :func:`steps_per_epoch`,
 :func:`steps_per_run`, :data:`PAPER_STEPS` (derived from each paper's epochs, training-set
-size and batch size in :data:`PAPER_BUDGETS`, not typed in), and :func:`plot_budget`, which
-draws test accuracy (and the training accuracy on the possibly noisy labels, a running mean
-over each epoch) against the step count, with the profile's stop and the paper's budget
-marked.
+size and batch size in :data:`PAPER_BUDGETS`, not typed in), and :func:`budget_frame`, the
+test and training accuracy of runs against the step count, which
+:func:`palviz.plots.plot_budget` draws with the profile's stop and the paper's budget marked.
 
 :func:`weight_decay_integral` is the other budget that changes with the schedule:
 ``sum_t lr_t * wd``, the exponent of the shrinkage weight decay alone would apply to the
@@ -26,12 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import matplotlib as mpl
 import numpy as np
 import pandas as pd
 
 from palviz import data as pdata
-from palviz.checks import check_bool, check_choice, check_int, check_non_negative, invalid
+from palviz.checks import check_bool, check_int, check_non_negative, invalid
 from palviz.experiments.runcache import RunResult, RunSpec
 
 
@@ -253,140 +251,38 @@ def weight_decay_integral(
 # -------------------------------------------------------------------------------- the figure
 
 
-def _curves(runs: Sequence[Any], key: str, label: str) -> pd.DataFrame:
-    """One column per run: ``key`` of its history against the step at the end of each epoch
-    (``(epoch + 1) * steps_per_epoch``), only the steps every run has."""
-    columns = []
-    for i, result in enumerate(runs):
-        size = _result_train_size(result)
-        if size is None:
-            raise invalid(
-                "results_by_label",
-                f"{label!r}: run {i} without metrics['profile_sizes']['train']",
-                "finished runs (their metrics record the training size)",
-            )
-        per_epoch = steps_per_epoch(size, result.spec.train.batch_size)
-        rows = [r for r in result.metrics.get("history", []) if r.get(key) is not None]
-        steps = [(r["epoch"] + 1) * per_epoch for r in rows]
-        columns.append(pd.Series([float(r[key]) for r in rows], index=steps, name=i))
-    return pd.concat(columns, axis=1, join="inner").sort_index()
-
-
-def plot_budget(
-    ax: mpl.axes.Axes,
-    results_by_label: Mapping[str, Sequence[RunResult]],
-    *,
-    quick_steps: int | None,
-    paper_steps: int | None = None,
-    show_train: bool = True,
-    band: str = "minmax",
-    title: str | None = None,
-) -> mpl.axes.Axes:
-    """Test accuracy (%) against SGD steps for each label of ``results_by_label`` (label ->
-    its runs, one per seed): the mean over seeds as a solid line and a band across seeds
-    (``band="minmax"``: from the lowest to the highest seed; ``"sd"``: mean +- one sample
-    standard deviation; no band for one seed), the legend saying which. The step of an
-    evaluation is the end of its epoch, ``(epoch + 1) * steps_per_epoch``; only steps every
-    seed evaluated are drawn.
-
-    With ``show_train``, the training accuracy (on the noisy labels in a noisy run), the mean
-    over seeds of ``train_acc`` of the history, is a dashed line of the same colour, labelled
-    ``"<label>: training accuracy (running mean over each epoch)"`` (``"<label>: training
-    accuracy on the noisy labels (running mean over each epoch)"`` in a noisy run), and the y
-    axis reads ``"accuracy (%)"`` over ``"(dashed: training, running mean over each epoch)"``
-    (``"test accuracy (%)"`` without ``show_train``). ``train_acc`` is accumulated over the
-    batches of the epoch while the weights change (in training mode, with any augmentation),
-    not the accuracy of the end-of-epoch model on the training set, so it is not the fit at
-    the end of training; while the fit improves, it trails it.
-
-    A dotted vertical line marks ``quick_steps``, where the profile stops. The paper's budget
-    ``paper_steps`` is a dash-dotted vertical line when it lies within the axis (up to 1.25
-    times the longest run or ``quick_steps``, the axis then extended to it), else a legend
-    entry with an arrow, ``"paper: 19,400 steps"`` with its multiple of ``quick_steps``.
-    Returns ``ax``."""
+def budget_frame(results_by_label: Mapping[str, Sequence[RunResult]]) -> pd.DataFrame:
+    """The curves :func:`palviz.plots.plot_budget` draws from ``results_by_label`` (label ->
+    its runs, one per seed): one row per label, run and evaluated epoch, with ``label``,
+    ``run`` (its place among the label's runs), ``step`` (the end of the epoch,
+    ``(epoch + 1) * steps_per_epoch``), the history's ``test_acc`` and ``train_acc`` (NaN where
+    the epoch has none) and ``noisy`` (whether a run of the label trained on noisy labels)."""
     if not isinstance(results_by_label, Mapping) or not results_by_label:
         raise invalid("results_by_label", results_by_label, "a non-empty dict label -> runs")
-    band = check_choice("band", band, ("minmax", "sd"))
-    show_train = check_bool("show_train", show_train)
-    for name, value in (("quick_steps", quick_steps), ("paper_steps", paper_steps)):
-        if value is not None:
-            check_int(name, value, 1)
-    band_text = "min-max" if band == "minmax" else "+-1 sd"
-    longest = 0
-    for i, (label, runs) in enumerate(results_by_label.items()):
+    rows = []
+    for label, runs in results_by_label.items():
         runs = list(runs)
         if not runs:
             raise invalid("results_by_label", {label: runs}, "at least one run per label")
-        color = f"C{i % 10}"
-        test = 100 * _curves(runs, "test_acc", label)
-        n = test.shape[1]
-        mean = test.mean(axis=1)
-        what = (
-            f"{label}: test (mean of {n} seeds, {band_text} band)"
-            if n > 1
-            else (f"{label}: test (1 seed)")
-        )
-        ax.plot(mean.index, mean.to_numpy(), color=color, lw=1.6, label=what)
-        if n > 1:
-            if band == "minmax":
-                low, high = test.min(axis=1), test.max(axis=1)
-            else:
-                sd = test.std(axis=1, ddof=1)
-                low, high = mean - sd, mean + sd
-            ax.fill_between(
-                mean.index, low.to_numpy(), high.to_numpy(), color=color, alpha=0.18, lw=0
-            )
-        longest = max(longest, int(test.index.max()) if len(test) else 0)
-        if show_train:
-            train = 100 * _curves(runs, "train_acc", label)
-            noisy = any(getattr(r.spec, "noise_rate", 0) > 0 for r in runs)
-            on = " on the noisy labels" if noisy else ""
-            ax.plot(
-                train.index,
-                train.mean(axis=1).to_numpy(),
-                color=color,
-                lw=1.1,
-                ls="--",
-                label=f"{label}: training accuracy{on} (running mean over each epoch)",
-            )
-            longest = max(longest, int(train.index.max()) if len(train) else 0)
-    right = max(longest, quick_steps or 0)
-    if quick_steps is not None:
-        ax.axvline(
-            quick_steps,
-            color="0.3",
-            ls=":",
-            lw=1.2,
-            label=f"this profile stops: {quick_steps:,} steps",
-        )
-    if paper_steps is not None:
-        text = f"paper: {paper_steps:,} steps"
-        if paper_steps <= 1.25 * right:
-            ax.axvline(paper_steps, color="0.1", ls="-.", lw=1.2, label=text)
-            right = max(right, paper_steps)
-        else:
-            if quick_steps:
-                text += f" ({paper_steps / quick_steps:.0f}x this profile)"
-            # an entry of the legend, so it never covers a curve or another label
-            ax.plot(
-                [],
-                [],
-                ls="none",
-                marker=r"$\rightarrow$",
-                ms=10,
-                color="0.1",
-                label=text + ", off the axis to the right",
-            )
-    ax.set_xlim(0, 1.03 * right if right else None)
-    ax.set_xlabel("SGD steps (epochs x batches per epoch)")
-    if show_train:
-        ax.set_ylabel("accuracy (%)\n(dashed: training, running mean over each epoch)")
-    else:
-        ax.set_ylabel("test accuracy (%)")
-    ax.legend(loc="best")
-    if title:
-        ax.set_title(title)
-    return ax
+        noisy = any(getattr(r.spec, "noise_rate", 0) > 0 for r in runs)
+        for i, result in enumerate(runs):
+            size = _result_train_size(result)
+            if size is None:
+                raise invalid(
+                    "results_by_label",
+                    f"{label!r}: run {i} without metrics['profile_sizes']['train']",
+                    "finished runs (their metrics record the training size)",
+                )
+            per_epoch = steps_per_epoch(size, result.spec.train.batch_size)
+            for r in result.metrics.get("history", []):
+                accs = [r.get(key) for key in ("test_acc", "train_acc")]
+                if any(a is not None for a in accs):
+                    step = (r["epoch"] + 1) * per_epoch
+                    rows.append(
+                        (label, i, step, *(np.nan if a is None else a for a in accs), noisy)
+                    )
+    columns = ["label", "run", "step", "test_acc", "train_acc", "noisy"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 #: The sum over SGD steps of lr x weight decay in LDAM-DRW's CIFAR-10-LT run (ResNet-32, 200

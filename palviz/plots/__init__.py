@@ -11,8 +11,9 @@ UMAP's numba functions compile once (about 40 s) and are cached in ``.cache/numb
 
 The recurring plots live beside this module: :mod:`palviz.plots.theory` (the figures of the
 theory notebooks 01-04), :mod:`palviz.plots.margins` (the margins of LDAM and ELM, notebook
-05) and :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
-seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`). Their public names
+05), :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
+seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`) and
+:mod:`palviz.plots.budget` (accuracy against SGD steps, notebooks 06 and 07). Their public names
 are also importable from here (``from palviz.plots import plot_lines``), as are the style and the
 class colours of :mod:`palviz.plots.style`, which the plot modules share.
 """
@@ -31,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from palviz.files import atomic_write, cache_dir, figures_dir, resolve_profile
+from palviz.plots.budget import plot_budget
 from palviz.plots.experiments import (
     mark_schedule,
     plot_accuracy_vs_noise,
@@ -68,7 +70,7 @@ from palviz.plots.theory import (
     plot_simplex_prototypes,
 )
 
-#: This module's own names, the style's and every plot of the three plot modules.
+#: This module's own names, the style's and every plot of the plot modules.
 __all__ = [
     "class_colors",
     "figure_path",
@@ -78,6 +80,7 @@ __all__ = [
     "plot_accuracy_vs_scale",
     "plot_angle_histogram",
     "plot_angle_histories",
+    "plot_budget",
     "plot_class_margins",
     "plot_collapse_over_training",
     "plot_cosine_heatmap",
