@@ -2,7 +2,7 @@ r"""Losses for class imbalance, and PAL's normalised margin loss.
 
 Cross entropy with deferred re-weighting (:class:`CrossEntropyLoss`,
 :func:`class_balanced_weights`), focal loss (:class:`FocalLoss`), LDAM (:class:`LDAMLoss`,
-:func:`ldam_margins`), ELM (:class:`ELMLoss`), Kobayashi's large-margin softmax CE
+:func:`palviz.theory.ldam_margins`), ELM (:class:`ELMLoss`), Kobayashi's large-margin softmax CE
 (:class:`LMSCELoss`) and PAL's :math:`L_\alpha` (:class:`NormalizedMarginLoss`). See
 :mod:`palviz.losses` for the notation and the conventions every loss follows.
 """
@@ -33,6 +33,7 @@ from palviz.losses._inputs import (
     prepare_inputs,
 )
 from palviz.losses.registry import register_loss
+from palviz.theory import ldam_margins
 
 __all__ = [
     "CrossEntropyLoss",
@@ -43,7 +44,6 @@ __all__ = [
     "NormalizedMarginLoss",
     "class_balanced_weights",
     "elm_without_target_margin",
-    "ldam_margins",
 ]
 
 
@@ -60,33 +60,6 @@ def _target_mask(z: Tensor, y: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 # Margins and class weights
 # ---------------------------------------------------------------------------------------------
-
-
-def ldam_margins(
-    cls_num_list: ClassCounts, max_m: float = 0.5, *, dtype: torch.dtype = torch.float32
-) -> Tensor:
-    r"""LDAM's per-class margins :math:`m_j \propto n_j^{-1/4}`, rescaled so that
-    :math:`\max_j m_j = ` ``max_m``.
-
-    Source: Cao et al., *Learning Imbalanced Datasets with Label-Distribution-Aware Margin
-    Loss*, NeurIPS 2019; https://github.com/kaidic/LDAM-DRW (``losses.py``). Used unchanged by
-    ELM.
-
-    Args:
-        cls_num_list: training-set count of each class, ``[C]``, all > 0.
-        max_m: the margin of the rarest class, > 0.
-        dtype: of the result; the margins are computed in float64 and then cast
-            (:func:`palviz.theory.ldam_margins` takes them in float64).
-
-    Returns:
-        tensor ``[C]`` (float32 by default); the rarest class has the largest margin,
-        ``max_m``.
-    """
-    counts = check_class_counts("cls_num_list", cls_num_list)
-    max_m = check_positive("max_m", max_m)
-    m = counts**-0.25  # m_j = n_j^{-1/4}
-    m = m * (max_m / m.max())  # rescale: max_j m_j = max_m
-    return torch.tensor(m, dtype=dtype)
 
 
 def class_balanced_weights(cls_num_list: ClassCounts, beta: float = 0.9999) -> Tensor:
@@ -218,7 +191,7 @@ class _LDAMMarginLoss(ClassWeightedLoss):
         s: float = 30.0,
         weight: Weight = None,
     ) -> None:
-        margins = ldam_margins(cls_num_list, max_m)
+        margins = torch.tensor(ldam_margins(cls_num_list, max_m), dtype=torch.float32)
         super().__init__(weight, num_classes=len(margins))
         self.num_classes = len(margins)
         self.max_m = float(max_m)

@@ -39,8 +39,9 @@ from torch import Tensor
 
 from palviz.checks import check_bool, check_non_negative, check_positive
 from palviz.losses._inputs import ClassWeightedLoss, prepare_inputs
-from palviz.losses.imbalance import ClassCounts, Weight, ldam_margins
+from palviz.losses.imbalance import ClassCounts, Weight
 from palviz.losses.registry import register_loss
+from palviz.theory import ldam_margins
 
 __all__ = ["MaxMarginLoss"]
 
@@ -80,7 +81,7 @@ class MaxMarginLoss(ClassWeightedLoss):
         weight: Weight = None,
         reference: bool = False,
     ) -> None:
-        delta = ldam_margins(cls_num_list, 0.5, dtype=torch.float64)  # Delta_j, max 0.5 whatever M
+        delta = torch.from_numpy(ldam_margins(cls_num_list, 0.5))  # Delta_j, max 0.5 whatever M
         super().__init__(weight, num_classes=len(delta))
         self.num_classes = len(delta)
         self.max_m = check_positive("max_m", max_m)

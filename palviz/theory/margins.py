@@ -35,7 +35,6 @@ from palviz.checks import check_class_counts as _check_class_counts
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_non_negative
 from palviz.checks import check_positive as _check_positive
-from palviz.losses import ldam_margins as _ldam_margins
 from palviz.theory._inputs import as_float64 as _as_float64
 
 __all__ = [
@@ -53,13 +52,23 @@ __all__ = [
 
 def ldam_margins(cls_num_list: Sequence[int], max_m: float = 0.5) -> np.ndarray:
     r"""LDAM's per-class margins $\Delta_j = C\,n_j^{-1/4}$ with $C = M\,n_{\min}^{1/4}$, $M$ =
-    `max_m`, so that $\max_j \Delta_j = M$ (the rarest class gets the largest margin):
-    :func:`palviz.losses.ldam_margins` in float64, as NumPy.
+    `max_m`, so that $\max_j \Delta_j = M$ (the rarest class gets the largest margin).
+
+    Source: Cao et al., *Learning Imbalanced Datasets with Label-Distribution-Aware Margin
+    Loss*, NeurIPS 2019; https://github.com/kaidic/LDAM-DRW (``losses.py``). Used unchanged by
+    ELM, and by :class:`palviz.losses.LDAMLoss` (as a float32 buffer).
+
+    Args:
+        cls_num_list: training-set count of each class, `[C]`, all > 0.
+        max_m: the margin of the rarest class, > 0.
 
     Returns:
         float64 array `[num_classes]`.
     """
-    return _ldam_margins(cls_num_list, max_m, dtype=torch.float64).numpy()
+    counts = _check_class_counts("cls_num_list", cls_num_list)
+    max_m = _check_positive("max_m", max_m)
+    m = counts**-0.25  # m_j = n_j^{-1/4}
+    return m * (max_m / m.max())  # rescale: max_j Delta_j = M
 
 
 def elm_effective_margins(
