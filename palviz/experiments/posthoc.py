@@ -29,6 +29,7 @@ import torch
 from palviz import calibration
 from palviz import data as pdata
 from palviz import metrics as pmetrics
+from palviz.diagnosis_posthoc import tau_normalised_logits
 from palviz.evaluation import evaluate
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
 from palviz.models import make_model
@@ -66,12 +67,12 @@ def _load_model(result: RunResult, num_classes: int) -> torch.nn.Module:
     return model.eval()
 
 
-def _rebalanced(method: str, out: dict, tau: float, W: Any, b: Any, counts: Any) -> np.ndarray:
+def _rebalanced(method: str, out: dict, tau: float, model: Any, counts: Any) -> np.ndarray:
     """The logits of an evaluation pass ``out`` re-balanced by ``method`` at ``tau``."""
     if method == "logit adjustment":  # z_j - tau log pi_j
         return calibration.logit_adjust(out["logits"].double().numpy(), counts, tau)
-    h = out["features"].double().numpy()
-    return h @ calibration.tau_normalize(W, tau).T + b  # w_j / ||w_j||^tau, the bias kept
+    # w_j / ||w_j||^tau, the bias kept
+    return tau_normalised_logits(model.head, out["features"].double().numpy(), tau)
 
 
 def _run_rows(result: RunResult, taus: Sequence[float]) -> list[dict]:
@@ -83,14 +84,12 @@ def _run_rows(result: RunResult, taus: Sequence[float]) -> list[dict]:
     norm = {"mean": spec.train.mean, "std": spec.train.std, "device": "cpu"}
     val = evaluate(model, *held_out_split(spec, prepared), **norm)
     test = evaluate(model, *prepared["test"], **norm)
-    W = model.head.prototypes.detach().double().numpy()
-    b = model.head.fc.bias.detach().double().numpy()
     rows = []
     for method in POST_HOC:
         tau, _ = calibration.choose_tau(
-            lambda t, m=method: _rebalanced(m, val, t, W, b, counts), val["targets"], taus
+            lambda t, m=method: _rebalanced(m, val, t, model, counts), val["targets"], taus
         )
-        z, y = _rebalanced(method, test, tau, W, b, counts), test["targets"].numpy()
+        z, y = _rebalanced(method, test, tau, model, counts), test["targets"].numpy()
         groups = {"all": float(np.mean(z.argmax(1) == y))}
         groups |= pmetrics.shot_group_accuracy(pmetrics.per_class_accuracy(z, y, k), counts)
         for group, acc in groups.items():
