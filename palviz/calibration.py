@@ -40,7 +40,7 @@ from palviz.checks import (
     check_real,
     invalid,
 )
-from palviz.metrics import per_class_accuracy
+from palviz.metrics import per_class_accuracy, per_class_mean
 
 __all__ = [
     "TAU_GRID",
@@ -125,18 +125,12 @@ def bin_confidences(conf: np.ndarray, correct: np.ndarray, bins: int) -> dict[st
     edges = np.linspace(0.0, 1.0, B + 1)
     # bin b holds edges[b] < conf <= edges[b + 1] (Guo et al.'s reference code)
     which = np.clip(np.digitize(conf, edges, right=True) - 1, 0, B - 1)
-    count = np.bincount(which, minlength=B)
-    right = np.bincount(which, weights=np.asarray(correct, dtype=np.float64), minlength=B)
-    total_conf = np.bincount(which, weights=conf, minlength=B)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = np.where(count > 0, right / np.maximum(count, 1), np.nan)
-        confidence = np.where(count > 0, total_conf / np.maximum(count, 1), np.nan)
     return {
         "lower": edges[:-1],
         "upper": edges[1:],
-        "confidence": confidence,
-        "accuracy": accuracy,
-        "count": count.astype(np.int64),
+        "confidence": per_class_mean(conf, which, B),  # mean confidence of each bin, NaN if empty
+        "accuracy": per_class_mean(np.asarray(correct, dtype=np.float64), which, B),
+        "count": np.bincount(which, minlength=B).astype(np.int64),
     }
 
 

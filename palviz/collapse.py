@@ -107,14 +107,11 @@ def class_means(
 
 
 def _means(h: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
-    counts = np.bincount(y, minlength=k)
-    present = np.flatnonzero(counts)
-    means = np.full((k, h.shape[1]), np.nan)  # NaN: a class without a sample
-    if present.size:
-        order = np.argsort(y, kind="stable")  # the samples grouped by class
-        starts = np.searchsorted(y[order], present)
-        sums = np.add.reduceat(h[order], starts, axis=0)  # sum_{y_i = c} h_i
-        means[present] = sums / counts[present, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
+    counts, order = np.bincount(y, minlength=k), np.argsort(y, kind="stable")  # grouped by class
+    present = np.flatnonzero(counts)  # a class without a sample keeps a row of NaN
+    means = np.full((k, h.shape[1]), np.nan)
+    sums = np.add.reduceat(h[order], np.searchsorted(y[order], present), axis=0)  # sum_{y_i = c}
+    means[present] = sums / counts[present, None]  # mu_c = (1/n_c) sum_{y_i = c} h_i
     return means
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-__all__ = ["METHODS", "PostHoc", "post_hoc", "tau_normalised_logits"]
+__all__ = ["METHODS", "PostHoc", "post_hoc", "tau_norm_logits"]
 
 #: The trained model and the two re-balancings.
 METHODS = ("none", "logit adjustment", "tau-normalisation")
@@ -109,9 +109,7 @@ def _tau_normalised(model: nn.Module, rows: nn.Module, tau: float) -> nn.Module:
     return out
 
 
-def tau_normalised_logits(
-    rows: nn.Module, h: np.ndarray, tau: float, scale: float = 1.0
-) -> np.ndarray:
+def tau_norm_logits(rows: nn.Module, h: np.ndarray, tau: float, scale: float = 1.0) -> np.ndarray:
     r"""The logits of the rows' module (a palviz head or ``nn.Linear``) on the features ``h``
     `[N, d]` with its rows tau-normalised, $w_j / \|w_j\|^\tau$ (its bias kept), times
     ``scale``: float64 `[N, K]`, computed on the CPU in float64."""
@@ -227,9 +225,7 @@ def post_hoc(
         "logit adjustment": lambda p, t: calibration.logit_adjust(p.logits, counts, t)
     }
     if read.rows is not None and features is None:  # the rows' output is the logits (checked)
-        methods["tau-normalisation"] = lambda p, t: tau_normalised_logits(
-            read.rows, p.features, t, scale
-        )
+        methods["tau-normalisation"] = lambda p, t: tau_norm_logits(read.rows, p.features, t, scale)
     table = _rows("none", 0.0, report, passes[report].logits, passes[report].targets, counts, bins)
     curve, logits, chosen = [], {"none": passes[report].logits}, {"none": 0.0}
     for method, at in methods.items():

@@ -8,14 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from palviz.checks import (
-    as_labels,
-    check_choice,
-    check_int,
-    check_num_classes,
-    check_real,
-    invalid,
-)
+from palviz.checks import as_labels, check_choice, check_int, check_num_classes, check_real, invalid
 
 __all__ = [
     "LONG_TAIL_SHAPES",

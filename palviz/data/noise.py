@@ -12,13 +12,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from palviz.checks import (
-    as_labels,
-    check_choice,
-    check_int,
-    check_num_classes,
-    check_probability,
-)
+from palviz.checks import as_labels, check_choice, check_int, check_num_classes, check_probability
 from palviz.data.registry import DATASETS, check_dataset, dataset_info
 
 __all__ = ["ASYMMETRIC_MAPS", "NOISE_REVISION", "add_label_noise", "asymmetric_map", "flip_count"]

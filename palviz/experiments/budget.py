@@ -251,6 +251,10 @@ def weight_decay_integral(
 # -------------------------------------------------------------------------------- the figure
 
 
+#: The accuracies of a run's history that :func:`budget_frame` reads.
+ACCURACIES = ("test_acc", "train_acc")
+
+
 def budget_frame(results_by_label: Mapping[str, Sequence[RunResult]]) -> pd.DataFrame:
     """The curves :func:`palviz.plots.plot_budget` draws from ``results_by_label`` (label ->
     its runs, one per seed): one row per label, run and evaluated epoch, with ``label``,
@@ -275,14 +279,10 @@ def budget_frame(results_by_label: Mapping[str, Sequence[RunResult]]) -> pd.Data
                 )
             per_epoch = steps_per_epoch(size, result.spec.train.batch_size)
             for r in result.metrics.get("history", []):
-                accs = [r.get(key) for key in ("test_acc", "train_acc")]
-                if any(a is not None for a in accs):
-                    step = (r["epoch"] + 1) * per_epoch
-                    rows.append(
-                        (label, i, step, *(np.nan if a is None else a for a in accs), noisy)
-                    )
-    columns = ["label", "run", "step", "test_acc", "train_acc", "noisy"]
-    return pd.DataFrame(rows, columns=columns)
+                accs = [np.nan if r.get(key) is None else r[key] for key in ACCURACIES]
+                if not np.isnan(accs).all():  # the step ends the epoch
+                    rows.append((label, i, (r["epoch"] + 1) * per_epoch, *accs, noisy))
+    return pd.DataFrame(rows, columns=["label", "run", "step", *ACCURACIES, "noisy"])
 
 
 #: The sum over SGD steps of lr x weight decay in LDAM-DRW's CIFAR-10-LT run (ResNet-32, 200

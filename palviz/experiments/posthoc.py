@@ -29,7 +29,7 @@ import torch
 from palviz import calibration
 from palviz import data as pdata
 from palviz import metrics as pmetrics
-from palviz.diagnosis_posthoc import tau_normalised_logits
+from palviz.diagnosis_posthoc import tau_norm_logits
 from palviz.evaluation import evaluate
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
 from palviz.models import make_model
@@ -72,7 +72,7 @@ def _rebalanced(method: str, out: dict, tau: float, model: Any, counts: Any) -> 
     if method == "logit adjustment":  # z_j - tau log pi_j
         return calibration.logit_adjust(out["logits"].double().numpy(), counts, tau)
     # w_j / ||w_j||^tau, the bias kept
-    return tau_normalised_logits(model.head, out["features"].double().numpy(), tau)
+    return tau_norm_logits(model.head, out["features"].double().numpy(), tau)
 
 
 def _run_rows(result: RunResult, taus: Sequence[float]) -> list[dict]:

@@ -65,12 +65,8 @@ def plot_budget(
         test = _curves(frame, label, "test_acc")
         n = test.shape[1]
         mean = test.mean(axis=1)
-        what = (
-            f"{label}: test (mean of {n} seeds, {band_text} band)"
-            if n > 1
-            else (f"{label}: test (1 seed)")
-        )
-        ax.plot(mean.index, mean.to_numpy(), color=color, lw=1.6, label=what)
+        what = f"mean of {n} seeds, {band_text} band" if n > 1 else "1 seed"
+        ax.plot(mean.index, mean.to_numpy(), color=color, lw=1.6, label=f"{label}: test ({what})")
         if n > 1:
             if band == "minmax":
                 low, high = test.min(axis=1), test.max(axis=1)
@@ -83,26 +79,15 @@ def plot_budget(
         longest = max(longest, int(test.index.max()) if len(test) else 0)
         if show_train:
             train = _curves(frame, label, "train_acc")
-            noisy = frame.loc[frame["label"] == label, "noisy"].any()
-            on = " on the noisy labels" if noisy else ""
-            ax.plot(
-                train.index,
-                train.mean(axis=1).to_numpy(),
-                color=color,
-                lw=1.1,
-                ls="--",
-                label=f"{label}: training accuracy{on} (running mean over each epoch)",
-            )
+            on = " on the noisy labels" if frame.loc[frame["label"] == label, "noisy"].any() else ""
+            what = f"{label}: training accuracy{on} (running mean over each epoch)"
+            curve = train.mean(axis=1).to_numpy()
+            ax.plot(train.index, curve, color=color, lw=1.1, ls="--", label=what)
             longest = max(longest, int(train.index.max()) if len(train) else 0)
     right = max(longest, quick_steps or 0)
     if quick_steps is not None:
-        ax.axvline(
-            quick_steps,
-            color="0.3",
-            ls=":",
-            lw=1.2,
-            label=f"this profile stops: {quick_steps:,} steps",
-        )
+        stops = f"this profile stops: {quick_steps:,} steps"
+        ax.axvline(quick_steps, color="0.3", ls=":", lw=1.2, label=stops)
     if paper_steps is not None:
         text = f"paper: {paper_steps:,} steps"
         if paper_steps <= 1.25 * right:
@@ -112,21 +97,12 @@ def plot_budget(
             if quick_steps:
                 text += f" ({paper_steps / quick_steps:.0f}x this profile)"
             # an entry of the legend, so it never covers a curve or another label
-            ax.plot(
-                [],
-                [],
-                ls="none",
-                marker=r"$\rightarrow$",
-                ms=10,
-                color="0.1",
-                label=text + ", off the axis to the right",
-            )
+            text += ", off the axis to the right"
+            ax.plot([], [], ls="none", marker=r"$\rightarrow$", ms=10, color="0.1", label=text)
     ax.set_xlim(0, 1.03 * right if right else None)
     ax.set_xlabel("SGD steps (epochs x batches per epoch)")
-    if show_train:
-        ax.set_ylabel("accuracy (%)\n(dashed: training, running mean over each epoch)")
-    else:
-        ax.set_ylabel("test accuracy (%)")
+    dashed = "accuracy (%)\n(dashed: training, running mean over each epoch)"
+    ax.set_ylabel(dashed if show_train else "test accuracy (%)")
     ax.legend(loc="best")
     if title:
         ax.set_title(title)
