@@ -48,6 +48,7 @@ Calibration and post-hoc re-balancing live in :mod:`palviz.calibration`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,7 @@ from palviz.metrics import prototype_cosines
 
 __all__ = [
     "CENTERS",
+    "ClassStats",
     "centered_means",
     "class_means",
     "duality_distance",
@@ -128,16 +130,44 @@ def global_mean(
     return h.mean(axis=0)  # (1/N) sum_i h_i
 
 
+def _centred(
+    features: Any, targets: Any, num_classes: int, center: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The checked features and targets, the class means and the centred means."""
+    check_choice("center", center, CENTERS)
+    h, y, k = _features_and_targets(features, targets, num_classes)
+    mu = _means(h, y, k)
+    return h, y, mu, mu - (mu.mean(axis=0) if center == "class_means" else h.mean(axis=0))
+
+
 def centered_means(
     features: Any, targets: Any, num_classes: int, center: str = "class_means"
 ) -> np.ndarray:
     r"""The centred class means $M$, rows $\mu_c - \mu_G$: float64 `[K, d]` (``center`` as in
     :func:`global_mean`)."""
-    check_choice("center", center, CENTERS)
-    h, y, k = _features_and_targets(features, targets, num_classes)
-    mu = _means(h, y, k)
-    mu_g = mu.mean(axis=0) if center == "class_means" else h.mean(axis=0)
-    return mu - mu_g  # mu_c - mu_G
+    return _centred(features, targets, num_classes, center)[3]  # mu_c - mu_G
+
+
+@dataclass
+class ClassStats:
+    """The class statistics of one split with every class present, computed once: what
+    :func:`nc1` and :func:`palviz.diagnose` read (``center`` as in :func:`global_mean`)."""
+
+    counts: np.ndarray  # n_c [K]
+    means: np.ndarray  # mu_c [K, d]
+    centred: np.ndarray  # M, rows mu_c - mu_G [K, d]
+    nc1_parts: np.ndarray  # each class's share of NC1 [K] (nc1_per_class)
+
+    @classmethod
+    def of(
+        cls, features: Any, targets: Any, num_classes: int, center: str = "class_means"
+    ) -> ClassStats:
+        h, y, mu, M = _centred(features, targets, num_classes, center)
+        return cls(np.bincount(y, minlength=mu.shape[0]), mu, M, _nc1_parts(h, y, mu, M))
+
+    def nc1(self, classes: np.ndarray) -> float:
+        """NC1 over the samples of ``classes``: their shares over their number of samples."""
+        return float(self.nc1_parts[classes].sum() / self.counts[classes].sum())
 
 
 def nc1(
@@ -162,16 +192,14 @@ def nc1(
         classes: restrict $\Sigma_W$ to the samples of these classes (a shot group: then $N$
             is their number), against the same $\Sigma_B$ of all $K$ classes. Default: all.
     """
-    parts = nc1_per_class(features, targets, num_classes, center)
-    y = as_labels("targets", targets, parts.size)
-    n = np.bincount(y, minlength=parts.size)  # n_c
-    idx = np.arange(parts.size)
+    stats = ClassStats.of(features, targets, num_classes, center)
+    idx = np.arange(stats.counts.size)
     if classes is not None:
-        idx = as_labels("classes", np.atleast_1d(np.asarray(classes)), parts.size)
+        idx = as_labels("classes", np.atleast_1d(np.asarray(classes)), idx.size)
         if idx.size == 0:
             raise invalid("classes", idx, "at least one class")
         idx = np.unique(idx)
-    return float(parts[idx].sum() / n[idx].sum())  # sum over the classes' samples / N
+    return stats.nc1(idx)  # sum over the classes' samples / N
 
 
 def nc1_per_class(
@@ -186,10 +214,12 @@ def nc1_per_class(
     matrix of the centred means $M$ ($M^\top M$ `[d, d]` or $M M^\top$ `[K, K]`), never
     $d \times d$ when $K < d$; eigenvalues at most ``max(K, d) * eps`` times the largest are
     taken as 0 (rounding; the pseudo-inverse's rank)."""
-    check_choice("center", center, CENTERS)
-    h, y, k = _features_and_targets(features, targets, num_classes)
-    mu = _means(h, y, k)
-    M = mu - (mu.mean(axis=0) if center == "class_means" else h.mean(axis=0))  # mu_c - mu_G
+    return ClassStats.of(features, targets, num_classes, center).nc1_parts
+
+
+def _nc1_parts(h: np.ndarray, y: np.ndarray, mu: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """:func:`nc1_per_class` from the class means ``mu`` and the centred means ``M``."""
+    k = mu.shape[0]
     # Sigma_B = M^T M / K = V diag(lam) V^T / K with lam = s^2, V the right singular vectors
     # of M, so Tr(Sigma_W Sigma_B^+) / K = sum_i sum_j ((h_i - mu_{y_i}) . v_j)^2 / (N lam_j)
     if k < h.shape[1]:  # M M^T = U diag(lam) U^T, V = M^T U / s

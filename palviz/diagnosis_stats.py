@@ -3,12 +3,12 @@ r"""
 
 :func:`split_rows` turns the features, logits and labels of one split into the rows of
 :attr:`palviz.diagnosis.Diagnosis.frame`: ``(split, group, metric, definition, value)``. The
-class statistics are computed once per split (:class:`ClassStats`): the class means, the
-centred means $M$, and each class's share of NC1 (:func:`palviz.collapse.nc1_per_class`), from
-which NC1 of a shot group is a sum, so the data is read once and no group recomputes
-$\Sigma_B^{+}$. The cosine matrices of $M$ and of the classifier rows $W$ are computed once and
-shared by every group's NC2. The formulas live in :mod:`palviz.collapse` and
-:mod:`palviz.calibration`; this module only gathers them.
+class statistics are computed once per split (:class:`palviz.collapse.ClassStats`): the
+class means, the centred means $M$, and each class's share of NC1
+(:func:`palviz.collapse.nc1_per_class`), from which NC1 of a shot group is a sum, so the data
+is read once and no group recomputes $\Sigma_B^{+}$. The cosine matrices of $M$ and of the
+classifier rows $W$ are computed once and shared by every group's NC2. The formulas live in
+:mod:`palviz.collapse` and :mod:`palviz.calibration`; this module only gathers them.
 
 Where the literature measures one property in two forms, both are rows of the frame, told apart
 by ``definition`` (:data:`DEFINITIONS`; the first form listed is what
@@ -34,7 +34,7 @@ import numpy as np
 
 from palviz import calibration, collapse, metrics
 
-__all__ = ["DEFINITIONS", "ClassStats", "Reading", "per_class", "reliability", "split_rows"]
+__all__ = ["DEFINITIONS", "Reading", "per_class", "reliability", "split_rows"]
 
 #: Each definition of the frame's ``definition`` column: (what it is, where it comes from).
 DEFINITIONS = {
@@ -57,36 +57,12 @@ DEFINITIONS = {
 
 
 @dataclass
-class ClassStats:
-    """The class statistics of one split with every class present, computed once."""
-
-    counts: np.ndarray  # n_c [K]
-    means: np.ndarray  # mu_c [K, d]
-    centred: np.ndarray  # M, rows mu_c - mu_G [K, d]
-    nc1_parts: np.ndarray  # each class's share of NC1 [K]
-
-    @classmethod
-    def of(cls, h: np.ndarray, y: np.ndarray, k: int, center: str) -> ClassStats:
-        means = collapse.class_means(h, y, k)
-        mu_g = means.mean(axis=0) if center == "class_means" else h.mean(axis=0)
-        return cls(
-            counts=np.bincount(y, minlength=k),
-            means=means,
-            centred=means - mu_g,  # mu_c - mu_G
-            nc1_parts=collapse.nc1_per_class(h, y, k, center),
-        )
-
-    def nc1(self, classes: np.ndarray) -> float:
-        """NC1 over the samples of ``classes``: their shares over their number of samples."""
-        return float(self.nc1_parts[classes].sum() / self.counts[classes].sum())
-
-
-@dataclass
 class Reading:
-    """What one split gives beside its rows: its :class:`ClassStats` (``None`` when a class
-    has no sample), the top-1 confidences, predictions, whether each is right, the margins."""
+    """What one split gives beside its rows: its :class:`~palviz.collapse.ClassStats`
+    (``None`` when a class has no sample), the top-1 confidences, predictions, whether each
+    is right, the margins."""
 
-    stats: ClassStats | None
+    stats: collapse.ClassStats | None
     conf: np.ndarray
     preds: np.ndarray
     correct: np.ndarray
@@ -137,7 +113,7 @@ def split_rows(split, p, k, W, cos_w, groups, center, bins, train_means):
     by_group("ECE", "Guo", ece)
     by_group("mean sample margin", "palviz", lambda cls, mask: read.margins[mask].mean())
     if np.unique(y).size == k:  # every class has a sample: the class means exist
-        read.stats = stats = ClassStats.of(h, y, k, center)
+        read.stats = stats = collapse.ClassStats.of(h, y, k, center)
         M = stats.centred
         add("all", "vanished class means", metrics.vanished_rows(M).sum())
         by_group("NC1", "Papyan", lambda cls, mask: stats.nc1(cls))

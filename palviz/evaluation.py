@@ -14,7 +14,6 @@ from torch import nn
 from palviz import calibration, collapse
 from palviz.checks import check_choice, invalid
 from palviz.data import BatchIterator
-from palviz.diagnosis_stats import ClassStats
 from palviz.threads import single_thread
 
 __all__ = [
@@ -180,7 +179,7 @@ def collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: flo
     ``keep_outputs``), on the split it ran over, as :data:`COLLAPSE_KEYS` -> float:
 
     - ``nc1``: :func:`palviz.collapse.nc1`, Tr(Sigma_W Sigma_B^+)/K, from the class
-      statistics :func:`palviz.diagnose` reads (:class:`palviz.diagnosis_stats.ClassStats`);
+      statistics :func:`palviz.diagnose` reads (:class:`palviz.collapse.ClassStats`);
     - ``nc2_norms_*`` / ``nc2_angles_*``: :func:`palviz.collapse.equinorm` and
       :func:`palviz.collapse.equiangularity` of the centred class means and of the head's
       class vectors (``head.prototypes``);
@@ -203,7 +202,7 @@ def _collapse_readings(outputs: dict[str, Any], head: nn.Module, logit_scale: fl
     if np.bincount(y, minlength=k).min() == 0:
         return {}
     W = head.prototypes.detach().double().cpu().numpy()
-    stats = ClassStats.of(h, y, k, "class_means")  # the statistics diagnose reads
+    stats = collapse.ClassStats.of(h, y, k)  # the statistics diagnose reads
     M = stats.centred  # mu_c - mu_G, mu_G the mean of the class means
     values = (
         stats.nc1(np.arange(k)),
