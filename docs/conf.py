@@ -48,7 +48,12 @@ mathjax2_config = {
         "processClass": "math|output_area|output",
         "ignoreClass": "document",
     },
-    "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web"},
+    "HTML-CSS": {
+        "availableFonts": [],
+        "preferredFont": None,
+        "webFont": "STIX-Web",
+        "styles": {"@font-face": {"font-family": "MathJax_Blank", "src": "local('MathJax_Blank')"}},
+    },
     "messageStyle": "none",
     "showMathMenu": False,
 }
@@ -57,6 +62,7 @@ mathjax2_config = {
 html_theme = "sphinx_book_theme"
 html_title = "palviz: learning from imperfect labels"
 html_show_sphinx = False
+html_context = {"default_mode": "auto"}  # the theme's documented default, stated
 # palviz.css: printed output wraps at the column and figures shrink to it (no sideways scrolling)
 html_static_path = ["_static"]
 html_css_files = ["palviz.css"]
