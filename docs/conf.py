@@ -6,7 +6,8 @@ of these docs, the front page and the syllabus page), the output ``build/<profil
 Nothing is executed again (``nb_execution_mode = "off"``) and nothing is fetched from the
 network, at build time or when reading: the maths is typeset by MathJax 2.7 copied from the
 ``jupyter-server-mathjax`` package into ``_static/mathjax/``, the theme's assets are local and
-Sphinx's search works from ``file://``.
+Sphinx's search works from ``file://``, its snippets cut from the pages' text that
+:mod:`palviz.book_search` gives the search page.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ project = "palviz"
 author = "palviz developers"
 copyright = "palviz developers"
 
-extensions = ["myst_nb", "sphinx_togglebutton"]
+extensions = ["myst_nb", "sphinx_togglebutton", "palviz.book_search"]
 root_doc = "index"
 exclude_patterns = [
     "_build",
@@ -69,6 +70,9 @@ html_css_files = ["palviz.css"]
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
+# the search page cuts its snippets from the pages' text (palviz.book_search), not by fetching
+# each page, which a browser refuses from file://
+html_show_search_summary = False
 html_theme_options = {
     "repository_url": "",
     "use_repository_button": False,
