@@ -53,6 +53,7 @@ mathjax2_config = {
         "availableFonts": [],
         "preferredFont": None,
         "webFont": "STIX-Web",
+        "linebreaks": {"automatic": True},  # a long display equation breaks at the column
         "styles": {"@font-face": {"font-family": "MathJax_Blank", "src": "local('MathJax_Blank')"}},
     },
     "messageStyle": "none",

@@ -32,20 +32,25 @@ PAGES = ("index", "02", "06", "07", "08", "09")
 SEARCH_TERM = "margin"  # found on pages with maths: their snippets would show raw TeX
 
 #: What a page shows its reader, every fold opened: the main column's box, what sits in it
-#: wider than it, the text as shown (innerText) and as held (the article's textContent,
-#: scripts left out), the text of the cells' outputs and tables, the sidebars' text.
+#: wider than it or scrolls sideways inside it (a table's container, a code block), the text
+#: as shown (innerText) and as held (the article's textContent, scripts left out), the text
+#: of the cells' outputs and tables, the sidebars' text.
 LAYOUT_JS = """
 document.querySelectorAll('article details').forEach(d => { d.open = true; });  // folded too
 const column = document.querySelector('article.bd-article');
 const box = column.getBoundingClientRect();
 const wide = [];
-const parts = 'table, img, pre, figure, svg, .MathJax_Display, div.cell_output, .highlight';
-for (const el of column.querySelectorAll(parts)) {
+// MathJax's own boxes (an accent may stick out of an inline formula) are left out; a display
+// formula's box is not
+const skip = '.MJX_Assistive_MathML, .MathJax, .MathJax_Display, .MathJax_Preview, span.math';
+for (const el of column.querySelectorAll('*')) {
+  if (!el.checkVisibility() || el.closest(skip)) continue;
   const r = el.getBoundingClientRect();
-  if (!el.checkVisibility()) continue;
   const out = r.left < box.left - 1 || r.right > box.right + 1;
-  if (out || el.scrollWidth > el.clientWidth + 1)
-    wide.push(`${el.tagName.toLowerCase()}.${el.className}: ${Math.round(r.left)}..` +
+  const clips = getComputedStyle(el).overflowX !== 'visible';
+  const scrolls = clips && el.scrollWidth > el.clientWidth + 1;
+  if (out || scrolls)
+    wide.push(`${el.tagName.toLowerCase()}.${el.getAttribute('class')}: ${Math.round(r.left)}..` +
       `${Math.round(r.right)}, scroll ${el.scrollWidth} > ${el.clientWidth}`);
 }
 const outputs = Array.from(column.querySelectorAll('div.cell_output, table'));
