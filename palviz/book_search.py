@@ -167,13 +167,17 @@ class _ArticleText(HTMLParser):
             opened, role = self.stack.pop()
             self.inside -= opened == "article"
             if role == "math" and not any(r == "math" for _, r in self.stack):
-                self.parts.append(f" {readable_tex(''.join(self.maths or []))} ")
+                if self._reading():
+                    self.parts.append(f" {readable_tex(''.join(self.maths or []))} ")
                 self.maths = None
             if opened == tag:
                 break
 
+    def _reading(self) -> bool:
+        return self.inside > 0 and not any(role == "skip" for _, role in self.stack)
+
     def handle_data(self, data):
-        if not self.inside or any(role == "skip" for _, role in self.stack):
+        if not self._reading():
             return
         (self.maths if self.maths is not None else self.parts).append(data)
 

@@ -423,6 +423,7 @@ def test_maths_reads_as_plain_text_in_a_snippet(tex, plain):
 def test_a_pages_search_text_is_its_article_without_chrome_title_or_code():
     html = (
         '<html><body><div class="article-header-buttons">Light Dark</div>'
+        '<nav class="bd-toc"><span class="math">\\(s\\)</span></nav>'
         '<article class="bd-article"><h1>02 · Title<a class="headerlink">#</a></h1>'
         '<p>With <span class="math notranslate">\\(k = 10\\)</span> classes<br>and'
         " &amp; more.</p>"
