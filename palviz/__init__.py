@@ -31,7 +31,8 @@ notebook's parameters checked before torch loads), runs the notebooks' experimen
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
-``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.timings`).
+``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.book_search`,
+:mod:`palviz.timings`).
 """
 
 __version__ = "0.1.0"
