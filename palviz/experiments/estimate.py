@@ -1,9 +1,10 @@
 """GPU-hours of a plan, from a measured benchmark: ``palviz plan --estimate FILE``.
 
 ``benchmarks/bench_gpu.py`` times training steps of the networks the ``paper`` profile trains
-(:func:`benchmark_cases`) on one GPU, in every precision, with channels_last on and off and with
-1, 2, 4 and 8 runs packed on the GPU at once, and writes a JSON file of this schema
-(:data:`BENCH_SCHEMA`, version :data:`BENCH_VERSION`; :func:`check_benchmark` reads it):
+(:func:`benchmark_cases`) on one GPU, as :func:`palviz.train.fit` trains them (float32,
+channels-last image batches), with 1, 2, 4 and 8 runs packed on the GPU at once, and writes a
+JSON file of this schema (:data:`BENCH_SCHEMA`, version :data:`BENCH_VERSION`;
+:func:`check_benchmark` reads it):
 
 - ``schema``, ``version``; ``created`` (UTC time); ``torch`` (``torch.__version__``), ``cuda``
   (``torch.version.cuda`` or ``null``); ``tiny`` (the CPU-sized mode: a check of the script,
@@ -13,13 +14,12 @@
   (untimed steps first);
 - ``archs``: per network, the ``dataset`` whose shape it was fed (``input_shape``,
   ``num_classes``);
-- ``results``: one object per ``(arch, precision, channels_last, runs_per_gpu)`` with a
+- ``results``: one object per ``(arch, runs_per_gpu)`` with a
   ``status`` (``"ok"``, ``"out of memory"`` or ``"failed"``, then a ``reason``) and, when
   ``"ok"``, ``ms_per_step`` (the slowest of the packed runs: its timed steps' wall time over
   their number), ``images_per_s`` (all packed runs together: ``runs_per_gpu * batch_size *
   1000 / ms_per_step``) and ``max_memory_bytes`` (the largest of the runs'
-  ``torch.cuda.max_memory_allocated``; ``null`` on a CPU);
-- ``skipped``: precisions not measured on this device, each with its ``reason``.
+  ``torch.cuda.max_memory_allocated``; ``null`` on a CPU).
 
 The estimate (:func:`estimate`), for each network of the plan, takes the best measured
 configuration: the ``"ok"`` result of most images per second on the GPU, i.e. of least GPU
@@ -44,11 +44,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palviz import data as pdata
-from palviz.checks import check_bool, check_choice, check_int, check_positive, invalid
-from palviz.train import PRECISIONS
+from palviz.checks import check_choice, check_int, check_positive, invalid
 
 BENCH_SCHEMA = "palviz-bench-gpu"
-BENCH_VERSION = 1
+BENCH_VERSION = 2
 
 #: A result's ``status``: measured, or why not.
 STATUSES: tuple[str, ...] = ("ok", "out of memory", "failed")
@@ -123,13 +122,11 @@ def _number(name: str, value: Any, *, positive: bool) -> float:
 def _check_result(where: str, result: Any, batch_size: int) -> None:
     if not isinstance(result, Mapping):
         raise invalid(where, result, "an object")
-    for key in ("arch", "precision", "channels_last", "runs_per_gpu", "status"):
+    for key in ("arch", "runs_per_gpu", "status"):
         if key not in result:
             raise ValueError(f"{where} has no {key!r}; it has {sorted(result)}")
     if not isinstance(result["arch"], str):
         raise invalid(f"{where}.arch", result["arch"], "a string")
-    check_choice(f"{where}.precision", result["precision"], PRECISIONS)
-    check_bool(f"{where}.channels_last", result["channels_last"])
     runs = check_int(f"{where}.runs_per_gpu", result["runs_per_gpu"], 1)
     if check_choice(f"{where}.status", result["status"], STATUSES) != "ok":
         return
@@ -221,15 +218,14 @@ def estimate(
     benchmark ``bench`` (:func:`check_benchmark`), shared by ``gpus`` GPUs (the formulas: this
     module's docstring). Returns ``gpus``, ``gpu_hours``, ``wall_hours``, ``longest_run_hours`` and
     ``archs``: per network, its ``runs``, ``steps``, ``gpu_hours``, the ``best`` result and
-    ``batch_sizes`` and ``configured`` (precision, channels_last) of its runs."""
+    ``batch_sizes`` of its runs."""
     gpus = check_int("gpus", gpus, 1)
     best = best_configurations(bench, (s.arch for s in specs), source)
     measured_batch = bench["settings"]["batch_size"]
     rows = {
-        a: {"runs": 0, "steps": 0, "gpu_hours": 0.0, "best": r, "batch_sizes": set(),
-            "configured": set()}
+        a: {"runs": 0, "steps": 0, "gpu_hours": 0.0, "best": r, "batch_sizes": set()}
         for a, r in best.items()
-    }  # fmt: skip
+    }
     longest = 0.0
     for spec in specs:
         row, result = rows[spec.arch], best[spec.arch]
@@ -240,7 +236,6 @@ def estimate(
         row["steps"] += steps
         row["gpu_hours"] += steps * _gpu_ms(result) * scale / 3.6e6
         row["batch_sizes"].add(batch)
-        row["configured"].add((spec.train.precision, spec.train.channels_last))
         longest = max(longest, steps * result["ms_per_step"] * scale / 3.6e6)
     total = math.fsum(r["gpu_hours"] for r in rows.values())
     return {
@@ -250,10 +245,6 @@ def estimate(
         "longest_run_hours": longest,
         "archs": rows,
     }
-
-
-def _on_off(flag: bool) -> str:
-    return "on" if flag else "off"
 
 
 def format_estimate(est: Mapping, bench: Mapping, source: str) -> str:
@@ -269,10 +260,7 @@ def format_estimate(est: Mapping, bench: Mapping, source: str) -> str:
     notes = []
     for arch, row in est["archs"].items():
         r = row["best"]
-        config = (
-            f"{r['precision']}, channels_last {_on_off(r['channels_last'])}, "
-            f"{r['runs_per_gpu']}/GPU"
-        )
+        config = f"{r['runs_per_gpu']} runs/GPU"
         lines.append(
             f"{arch:12} {row['runs']:>5} {row['steps']:>11,}  {config:32} "
             f"{_gpu_ms(r):>11.2f} {row['gpu_hours']:>10.2f}"
@@ -282,15 +270,6 @@ def format_estimate(est: Mapping, bench: Mapping, source: str) -> str:
             notes.append(
                 f"{arch}: runs of batch {other} scaled from the measured batch "
                 f"{settings['batch_size']} in proportion to the images of a step"
-            )
-        chosen = (r["precision"], r["channels_last"])
-        differ = sorted(c for c in row["configured"] if c != chosen)
-        if differ:
-            asked = " or ".join(f"{p} with channels_last {_on_off(c)}" for p, c in differ)
-            notes.append(
-                f"{arch}: its runs are set to train in {asked} (on CUDA); the estimate "
-                f"assumes the best measured, {r['precision']} with channels_last "
-                f"{_on_off(r['channels_last'])}"
             )
     runs = sum(row["runs"] for row in est["archs"].values())
     lines.append(f"{'total':12} {runs:>5} {'':>11}  {'':32} {'':>11} {est['gpu_hours']:>10.2f}")

@@ -29,7 +29,6 @@ from palviz.experiments.profiles import (
     LONG_TAILED_PROFILES,
     NETWORKS,
     NOISY_PROFILES,
-    PAPER_PRECISION,
 )
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
@@ -144,8 +143,7 @@ def _recipe(task: str, row: Mapping[str, Any], dataset: str) -> dict:
 def expand_schedule(train: Mapping[str, Any]) -> dict:
     """The TrainConfig fields of a profile's ``train`` entry. ``shape="ldam-drw"``: LDAM-DRW's
     schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs, none below 10 epochs), DRW
-    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9, float32
-    (:data:`PAPER_PRECISION`); the
+    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9; the
     entry's other keys (and explicit ``milestones``, ``drw_epoch``, ...) are kept as given.
     Without ``shape`` the entry is returned as it is."""
     train = dict(train)
@@ -168,7 +166,6 @@ def expand_schedule(train: Mapping[str, Any]) -> dict:
         "warmup_epochs": max(1, round(epochs * 5 / 200)) if epochs >= 10 else 0,
         "drw_epoch": first,
         "augment": False,
-        "precision": PAPER_PRECISION,
     }
     return {**shaped, **train}
 
