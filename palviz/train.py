@@ -317,6 +317,7 @@ def _test_row(model: nn.Module, loss_fn: nn.Module, loop: _Loop, read: bool) -> 
 def _record(
     config: TrainConfig, history: list[dict], seconds: float, resumed_from: list[int]
 ) -> FitRecord:
+    """The run's record: the last and the best of the evaluated epochs' test accuracies."""
     evaluated = [r for r in history if "test_acc" in r]
     best = max(evaluated, key=lambda r: r["test_acc"], default=None)
     return FitRecord(

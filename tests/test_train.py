@@ -557,7 +557,7 @@ def test_resuming_with_another_config_is_an_error_naming_the_change(tmp_path):
         CrossEntropyLoss(),
         blobs(64),
         None,
-        quiet(epochs=2, progress=False, eval_every=0),
+        quiet(epochs=2, progress=False, eval_every=0, readings=0),
         checkpoint_path=path,
         resume=True,
     )
