@@ -3,13 +3,13 @@
 Usage, on a CUDA machine::
 
     python benchmarks/bench_gpu.py                      # -> build/bench_gpu.json
-    palviz plan --profile paper --estimate build/bench_gpu.json [--only 06 07] [--gpus 4]
+    python benchmarks/estimate_gpu_hours.py build/bench_gpu.json [--only 06 07] [--gpus 4]
 
     python benchmarks/bench_gpu.py --tiny               # a check of the script (also on a CPU)
     python benchmarks/bench_gpu.py --archs resnet32 --runs-per-gpu 1 4 --out FILE
 
 Every network of the ``paper`` profile (ResNet-32 on CIFAR-shaped data, ResNet-34 with 100
-classes, the CIFAR-10 and the MNIST CNN: :func:`palviz.experiments.estimate.benchmark_cases`) is
+classes, the CIFAR-10 and the MNIST CNN: ``benchmark_cases`` of ``estimate_gpu_hours.py``) is
 timed training on random images of its dataset's shape and class count, as many as its training
 split holds (so that the memory per run counts them as a run's does), kept on the GPU as
 ``uint8`` and drawn by :class:`palviz.data.BatchIterator` with the run's augmentation and
@@ -20,9 +20,9 @@ batches and conv weights channels-last), with 1, 2, 4 and 8 runs training on the
 A configuration's runs each build their model and data and take the warm-up steps (not
 timed), then start their timed steps together; each times them with
 ``torch.cuda.synchronize()`` and ``time.perf_counter()`` and reports its peak
-``torch.cuda.max_memory_allocated()``. The JSON (schema: :mod:`palviz.experiments.estimate`) holds
-per ``(arch, runs_per_gpu)`` the ms a step (the slowest run's), the images a second of all
-runs together and the memory per run. The script prints the results and the ratios of packed
+``torch.cuda.max_memory_allocated()``. The JSON (schema: ``benchmarks/estimate_gpu_hours.py``)
+holds per ``(arch, runs_per_gpu)`` the ms a step (the slowest run's), the images a second of
+all runs together and the memory per run. The script prints the results and the ratios of packed
 runs to one run measured in this one run; their numbers belong to the machine.
 
 Without CUDA, or with ``--tiny``, it runs its tiny mode: a few steps at batch 4, 1 and 2 runs
@@ -46,14 +46,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from palviz.data import BatchIterator  # noqa: E402
-from palviz.experiments.estimate import (  # noqa: E402
+from estimate_gpu_hours import (  # noqa: E402
     BENCH_SCHEMA,
     BENCH_VERSION,
     SPLIT_CLASS_COUNTS,
     benchmark_cases,
     check_benchmark,
 )
+
+from palviz.data import BatchIterator  # noqa: E402
 from palviz.files import build_dir, write_json  # noqa: E402
 from palviz.losses import CrossEntropyLoss  # noqa: E402
 from palviz.models import make_model  # noqa: E402
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     bench = check_benchmark(run_benchmark(args), "the benchmark's results")
     write_json(out, bench)
     print("\n".join(ratios(bench)))
-    print(f"written to {out}; estimate: palviz plan --profile paper --estimate {out}")
+    print(f"written to {out}; estimate: python benchmarks/estimate_gpu_hours.py {out}")
 
 
 if __name__ == "__main__":

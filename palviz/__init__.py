@@ -16,6 +16,7 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.collapse`, :mod:`palviz.calibration`, :mod:`palviz.diagnosis`  neural collapse
   (NC1-NC4), ECE and post-hoc re-balancing, and ``diagnose``, which reads any classifier
+  (its pass, measures and re-balancing in ``diagnosis_pass``, ``_stats``, ``_posthoc``)
 - :mod:`palviz.theory`   Lipschitz constants, margins, what ReLU features can reach, the
   layer-peeled model
 - :mod:`palviz.stats`    paired differences over seeds, Student-t intervals, paired t and
@@ -26,7 +27,8 @@ above it (``tests/test_imports.py`` checks it from the source):
   with one message form; one torch thread while a block runs; the CPU kernels pinned to AVX2,
   so that a run gives the same numbers on every x86-64 machine
 
-The **experiment layer**, :mod:`palviz.experiments`, runs the notebooks' experiments: run specs
+The **experiment layer**, :mod:`palviz.experiments` (and :mod:`palviz.parameters`, each
+notebook's parameters checked before torch loads), runs the notebooks' experiments: run specs
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the

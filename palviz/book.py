@@ -294,6 +294,7 @@ def lesson_source(
         if extra is not None:
             tags = cell.metadata.setdefault("tags", [])
             tags.append("remove-output")
+            extra.id = f"solution-{len(cells)}"  # not random: an unchanged page stays unchanged
             cells.append(extra)
     first = next((c for c in cells if c.cell_type == "markdown"), None)
     if first is not None and note:
@@ -417,9 +418,11 @@ def prepare_sources(
     ``docs/``. Every notebook of ``notebooks_dir`` (default ``notebooks/``) gets a page, a
     placeholder if it has no executed copy. The run times come from
     :func:`palviz.timings.timing_record` (``figures`` and ``results`` say where it looks).
-    Returns ``src``."""
+    Returns ``src``. A file whose content is unchanged keeps its time, so that Sphinx
+    rebuilds only the pages that changed (:func:`_sync`)."""
     out_dir, root = Path(out_dir), project_root()
-    src = Path(src or out_dir / "book-src")
+    final = Path(src or out_dir / "book-src")
+    src = final.with_name(final.name + ".next")
     shutil.rmtree(src, ignore_errors=True)
     (src / "notebooks").mkdir(parents=True)
     (src / "_generated").mkdir()
@@ -468,7 +471,24 @@ def prepare_sources(
     for folder in ("img", "results"):
         if (root / "docs" / folder).is_dir():
             shutil.copytree(root / "docs" / folder, src / "docs" / folder)
-    return src
+    _sync(src, final)
+    return final
+
+
+def _sync(new: Path, target: Path) -> None:
+    """Make ``target`` hold what ``new`` holds, then remove ``new``: a changed or new file
+    moves in, an unchanged one is left as it is (its time too), one ``new`` lacks is removed."""
+    target.mkdir(parents=True, exist_ok=True)
+    for old in sorted(target.rglob("*"), reverse=True):  # files before their folders
+        if not (new / old.relative_to(target)).exists():
+            old.unlink() if old.is_file() or old.is_symlink() else old.rmdir()
+    for file in sorted(new.rglob("*")):
+        dest = target / file.relative_to(new)
+        if file.is_dir():
+            dest.mkdir(exist_ok=True)
+        elif not dest.is_file() or dest.read_bytes() != file.read_bytes():
+            os.replace(file, dest)
+    shutil.rmtree(new)
 
 
 def build_book(out_dir: Path, profile: str | None = None) -> Path:

@@ -44,8 +44,10 @@ from palviz.metrics import per_class_accuracy
 
 __all__ = [
     "TAU_GRID",
+    "bin_confidences",
     "choose_tau",
     "confidences",
+    "ece_of_bins",
     "expected_calibration_error",
     "logit_adjust",
     "reliability_bins",
@@ -84,6 +86,12 @@ def confidences(probs_or_logits: Any, kind: str = "auto") -> tuple[np.ndarray, n
 
     ``kind``: ``"probs"``, ``"logits"`` (softmax taken here) or ``"auto"`` (rows that are
     non-negative and sum to 1 are probabilities, anything else logits)."""
+    if kind == "logits":  # max_j softmax(z)_j = 1 / sum_j exp(z_j - max z), no [N, K] division
+        z = as_matrix("probs_or_logits", probs_or_logits)
+        if z.shape[1] < 2:
+            raise invalid("probs_or_logits", f"shape {z.shape}", "(N, K >= 2)")
+        top = z.max(axis=1, keepdims=True)
+        return 1.0 / np.exp(z - top).sum(axis=1), z.argmax(axis=1)
     p = _probabilities(probs_or_logits, kind)
     return p.max(axis=1), p.argmax(axis=1)
 
@@ -107,14 +115,21 @@ def reliability_bins(
             f"probs_or_logits and targets must have the same length, "
             f"got {conf.shape[0]} and {y.shape[0]}"
         )
+    return bin_confidences(conf, pred == y, B)
+
+
+def bin_confidences(conf: np.ndarray, correct: np.ndarray, bins: int) -> dict[str, np.ndarray]:
+    """:func:`reliability_bins` of top-1 confidences ``conf`` `[N]` and whether each
+    prediction is right ``correct`` `[N]` (for a caller that has them: no softmax again)."""
+    B = check_int("bins", bins, 1)
     edges = np.linspace(0.0, 1.0, B + 1)
     # bin b holds edges[b] < conf <= edges[b + 1] (Guo et al.'s reference code)
     which = np.clip(np.digitize(conf, edges, right=True) - 1, 0, B - 1)
     count = np.bincount(which, minlength=B)
-    correct = np.bincount(which, weights=(pred == y).astype(np.float64), minlength=B)
+    right = np.bincount(which, weights=np.asarray(correct, dtype=np.float64), minlength=B)
     total_conf = np.bincount(which, weights=conf, minlength=B)
     with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = np.where(count > 0, correct / np.maximum(count, 1), np.nan)
+        accuracy = np.where(count > 0, right / np.maximum(count, 1), np.nan)
         confidence = np.where(count > 0, total_conf / np.maximum(count, 1), np.nan)
     return {
         "lower": edges[:-1],
@@ -123,6 +138,17 @@ def reliability_bins(
         "accuracy": accuracy,
         "count": count.astype(np.int64),
     }
+
+
+def ece_of_bins(r: dict[str, np.ndarray]) -> float:
+    r"""$\sum_b \frac{|B_b|}{n} |\mathrm{acc}(B_b) - \mathrm{conf}(B_b)|$ of the bins of
+    :func:`reliability_bins`."""
+    n = r["count"].sum()
+    if n == 0:
+        raise invalid("targets", "no sample", "at least one sample")
+    full = r["count"] > 0
+    gaps = np.abs(r["accuracy"][full] - r["confidence"][full])  # |acc(B_b) - conf(B_b)|
+    return float(np.sum(r["count"][full] / n * gaps))  # sum_b |B_b|/n * gap_b
 
 
 def expected_calibration_error(
@@ -137,13 +163,7 @@ def expected_calibration_error(
         bins: $B \geq 1$.
         kind: ``"auto"``, ``"probs"`` or ``"logits"``.
     """
-    r = reliability_bins(probs_or_logits, targets, bins, kind)
-    n = r["count"].sum()
-    if n == 0:
-        raise invalid("targets", "no sample", "at least one sample")
-    full = r["count"] > 0
-    gaps = np.abs(r["accuracy"][full] - r["confidence"][full])  # |acc(B_b) - conf(B_b)|
-    return float(np.sum(r["count"][full] / n * gaps))  # sum_b |B_b|/n * gap_b
+    return ece_of_bins(reliability_bins(probs_or_logits, targets, bins, kind))
 
 
 def logit_adjust(logits: Any, class_counts: Any, tau: float = 1.0) -> np.ndarray:

@@ -35,6 +35,7 @@ __all__ = [
     "check_probability",
     "check_range",
     "check_real",
+    "check_sample_shape",
     "invalid",
 ]
 
@@ -241,3 +242,13 @@ def as_matrix(name: str, x: Any, rows: int | None = None, cols: int | None = Non
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got NaN or inf entries")
     return a
+
+
+def check_sample_shape(name: str, value: Any) -> tuple[int, ...]:
+    """``value`` as the shape of one sample, ``(D,)`` or ``(C, H, W)``: a tuple or list of
+    integers >= 1 (bools refused)."""
+    dims = tuple(value) if isinstance(value, tuple | list) else ()
+    ints = all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
+    if len(dims) not in (1, 3) or not ints:
+        raise invalid(name, value, "(D,) for vectors or (C, H, W) for images, sizes >= 1")
+    return dims

@@ -30,6 +30,11 @@ tding1/Neural-Collapse, ``validate_NC.py`` (``compute_info``, ``compute_Sigma_W`
   write $\mathrm{Ave}_{i,c}$, the same on a balanced set), not per class.
 * $\Sigma_B = \frac{1}{K} \sum_c (\mu_c - \mu_G)(\mu_c - \mu_G)^\top$; $^{+}$ the Moore-Penrose
   pseudo-inverse.
+* NC2 and NC3 also have a second, one-number form in the reference code of Zhu et al.
+  (tding1/Neural-Collapse ``validate_NC.py``: ``compute_ETF``, ``compute_W_H_relation``) and
+  of rhubarbwu/neural-collapse (``measure.py``: ``simplex_etf_error``,
+  ``self_duality_error``): the distance of a normalised Gram matrix to the simplex ETF's,
+  :func:`etf_distance` and :func:`duality_distance`.
 * NC2 spreads as in Papyan et al.'s Fig. 2-4: equinorm is the coefficient of variation
   $\mathrm{Std}_c \|v_c\| / \mathrm{Avg}_c \|v_c\|$; **equiangularity** is
   $\mathrm{Std}_{c \neq c'} \cos(v_c, v_{c'})$ (population std over the pairs), which equals the
@@ -54,11 +59,14 @@ __all__ = [
     "CENTERS",
     "centered_means",
     "class_means",
+    "duality_distance",
     "equiangularity",
     "equinorm",
+    "etf_distance",
     "global_mean",
     "max_angle",
     "nc1",
+    "nc1_per_class",
     "nc3",
     "nc4",
     "ncc_predictions",
@@ -66,10 +74,6 @@ __all__ = [
 
 #: The two readings of the global mean $\mu_G$ (see the module).
 CENTERS = ("class_means", "samples")
-
-#: The pseudo-inverse's cut, numpy's default: eigenvalues of $\Sigma_B$ at most this times the
-#: largest count as 0.
-_RCOND = 1e-15
 
 
 def _features_and_targets(
@@ -141,9 +145,8 @@ def nc1(
     $\Sigma_W = \frac{1}{N}\sum_i (h_i - \mu_{y_i})(h_i - \mu_{y_i})^\top$ (normalised by the
     number of samples $N$, as ``validate_NC.py``), $\Sigma_B = \frac{1}{K}\sum_c (\mu_c -
     \mu_G)(\mu_c - \mu_G)^\top$ with $\mu_G$ chosen by ``center`` (see the module).
-    Computed through the SVD $M = U S V^\top$ of the centred means, without a $d \times d$
-    matrix: $\frac{1}{K}\mathrm{Tr}(\Sigma_W \Sigma_B^{+}) = \sum_i \frac{1}{N s_i^2}
-    \sum_n ((h_n - \mu_{y_n})^\top v_i)^2$ over the non-zero $s_i$.
+    Computed class by class (:func:`nc1_per_class`), without a $d \times d$ matrix when
+    $K < d$.
 
     Args:
         features, targets, num_classes: $H$ `[N, d]`, `[N]`, $K$.
@@ -151,24 +154,52 @@ def nc1(
         classes: restrict $\Sigma_W$ to the samples of these classes (a shot group: then $N$
             is their number), against the same $\Sigma_B$ of all $K$ classes. Default: all.
     """
+    parts = nc1_per_class(features, targets, num_classes, center)
+    y = as_labels("targets", targets, parts.size)
+    n = np.bincount(y, minlength=parts.size)  # n_c
+    idx = np.arange(parts.size)
+    if classes is not None:
+        idx = as_labels("classes", np.atleast_1d(np.asarray(classes)), parts.size)
+        if idx.size == 0:
+            raise invalid("classes", idx, "at least one class")
+        idx = np.unique(idx)
+    return float(parts[idx].sum() / n[idx].sum())  # sum over the classes' samples / N
+
+
+def nc1_per_class(
+    features: Any, targets: Any, num_classes: int, center: str = "class_means"
+) -> np.ndarray:
+    r"""Each class's share of NC1 before the division by $N$, float64 `[K]`:
+    $t_c = \frac{1}{K}\sum_{i: y_i = c} (h_i - \mu_c)^\top \Sigma_B^{+} (h_i - \mu_c)$, so that
+    :func:`nc1` over a set of classes $C$ is $\sum_{c \in C} t_c / \sum_{c \in C} n_c$ (one
+    pass gives NC1 of every shot group).
+
+    $\Sigma_B = M^\top M / K$ is inverted through the eigen-decomposition of the smaller Gram
+    matrix of the centred means $M$ ($M^\top M$ `[d, d]` or $M M^\top$ `[K, K]`), never
+    $d \times d$ when $K < d$; eigenvalues at most ``max(K, d) * eps`` times the largest are
+    taken as 0 (rounding; the pseudo-inverse's rank)."""
     check_choice("center", center, CENTERS)
     h, y, k = _features_and_targets(features, targets, num_classes)
     mu = _means(h, y, k)
     M = mu - (mu.mean(axis=0) if center == "class_means" else h.mean(axis=0))  # mu_c - mu_G
-    keep = np.ones(y.shape[0], dtype=bool)
-    if classes is not None:
-        idx = as_labels("classes", np.atleast_1d(np.asarray(classes)), k)
-        if idx.size == 0:
-            raise invalid("classes", idx, "at least one class")
-        keep = np.isin(y, idx)
-    within = h[keep] - mu[y[keep]]  # h_i - mu_{y_i}
-    # Sigma_B = M^T M / K = V S^2 V^T / K (M = U S V^T), so Sigma_B^+ = K V S^-2 V^T and
-    # Tr(Sigma_W Sigma_B^+) / K = sum_i ||(h - mu_y) v_i||^2 / (N s_i^2), over the s_i that
-    # numpy's pinv keeps (eigenvalues of Sigma_B above 1e-15 times the largest): no d x d matrix
-    _, sv, vt = np.linalg.svd(M, full_matrices=False)
-    kept = sv**2 > _RCOND * sv.max() ** 2 if sv.size and sv.max() > 0 else np.zeros(0, bool)
-    projected = within @ vt[kept].T  # (h_i - mu_{y_i}) . v_i
-    return float(np.sum((projected**2).sum(axis=0) / sv[kept] ** 2) / within.shape[0])
+    # Sigma_B = M^T M / K = V diag(lam) V^T / K with lam = s^2, V the right singular vectors
+    # of M, so Tr(Sigma_W Sigma_B^+) / K = sum_i sum_j ((h_i - mu_{y_i}) . v_j)^2 / (N lam_j)
+    if k < h.shape[1]:  # M M^T = U diag(lam) U^T, V = M^T U / s
+        lam, U = np.linalg.eigh(M @ M.T)
+        kept = lam > _rank_cut(lam, M.shape)
+        V = M.T @ U[:, kept] / np.sqrt(lam[kept])
+    else:
+        lam, V = np.linalg.eigh(M.T @ M)
+        kept = lam > _rank_cut(lam, M.shape)
+        V = V[:, kept]
+    projected = (h - mu[y]) @ (V / np.sqrt(lam[kept]))  # (h_i - mu_{y_i}) . v_j / s_j
+    return np.bincount(y, weights=(projected**2).sum(axis=1), minlength=k)  # sum_{y_i = c}
+
+
+def _rank_cut(lam: np.ndarray, shape: tuple[int, int]) -> float:
+    """The eigenvalue of a Gram matrix below which it is rounding: max(K, d) eps lam_max."""
+    top = float(lam.max()) if lam.size else 0.0
+    return max(top, 0.0) * max(shape) * np.finfo(np.float64).eps
 
 
 def equinorm(vectors: Any) -> float:
@@ -185,19 +216,23 @@ def equinorm(vectors: Any) -> float:
     return float(norms.std() / norms.mean())  # Std_c ||v_c|| / Avg_c ||v_c||
 
 
-def _pair_cosines(vectors: Any, classes: Any) -> tuple[np.ndarray, int]:
+def _pair_cosines(vectors: Any, classes: Any, cosines: Any) -> tuple[np.ndarray, int]:
     V = as_matrix("vectors", vectors)
     if V.shape[0] < 2:
         raise invalid("vectors", f"shape {V.shape}", "at least 2 rows")
     k = V.shape[0]
-    cos = prototype_cosines(V)  # NaN row and column for a vanished vector
-    idx = np.arange(k) if classes is None else as_labels("classes", np.atleast_1d(classes), k)
-    sub = cos[np.ix_(idx, idx)]
-    pairs = sub[np.triu_indices(idx.size, 1)]
-    return pairs[~np.isnan(pairs)], k
+    cos = prototype_cosines(V) if cosines is None else np.asarray(cosines, dtype=np.float64)
+    if cos.shape != (k, k):
+        raise invalid("cosines", f"shape {cos.shape}", f"the ({k}, {k}) cosines of vectors")
+    if classes is not None:
+        idx = np.unique(as_labels("classes", np.atleast_1d(classes), k))
+        cos = cos[np.ix_(idx, idx)]
+    # the pairs c < c': the off-diagonal entries, each pair twice (the same mean and std)
+    pairs = cos[~np.eye(cos.shape[0], dtype=bool)]
+    return pairs[~np.isnan(pairs)], k  # NaN: a vanished vector's row and column
 
 
-def equiangularity(vectors: Any, classes: Any = None) -> float:
+def equiangularity(vectors: Any, classes: Any = None, *, cosines: Any = None) -> float:
     r"""NC2 equiangularity spread: $\mathrm{Std}_{c < c'} \cos(v_c, v_{c'})$ (population std
     over the pairs, Papyan et al.'s Fig. 3), equal to the std of $\cos + \frac{1}{K-1}$; 0 for
     equiangular rows. Vanished rows are left out; NaN when fewer than 2 pairs remain.
@@ -205,16 +240,19 @@ def equiangularity(vectors: Any, classes: Any = None) -> float:
     Args:
         vectors: `[K, d]`, centred class means or classifier rows.
         classes: only the pairs among these classes (a shot group). Default: all.
+        cosines: their cosine matrix if already computed
+            (:func:`palviz.metrics.prototype_cosines`).
     """
-    pairs, _ = _pair_cosines(vectors, classes)
+    pairs, _ = _pair_cosines(vectors, classes, cosines)
     return float(pairs.std()) if pairs.size >= 2 else float("nan")
 
 
-def max_angle(vectors: Any, classes: Any = None) -> float:
+def max_angle(vectors: Any, classes: Any = None, *, cosines: Any = None) -> float:
     r"""NC2's max-angle reading: $\mathrm{Avg}_{c < c'} |\cos(v_c, v_{c'}) + \frac{1}{K-1}|$,
     $K$ the number of rows of ``vectors`` (also for a subset ``classes``); 0 for a simplex ETF.
-    Vanished rows are left out; NaN when no pair remains."""
-    pairs, k = _pair_cosines(vectors, classes)
+    Vanished rows are left out; NaN when no pair remains. ``cosines`` as in
+    :func:`equiangularity`."""
+    pairs, k = _pair_cosines(vectors, classes, cosines)
     if pairs.size == 0:
         return float("nan")
     return float(np.mean(np.abs(pairs + 1.0 / (k - 1))))  # Avg |cos + 1/(K-1)|
@@ -233,6 +271,53 @@ def nc3(W: Any, M: Any) -> float:
         if not np.any(a):
             raise invalid(name, "an all-zero matrix", "a matrix with ||.||_F > 0")
     return float(np.linalg.norm(W / np.linalg.norm(W) - M / np.linalg.norm(M)))  # ||.||_F
+
+
+def _distance_to_simplex(inner: float, norm: float, k: int, name: str) -> float:
+    r"""$\| G/\|G\|_F - E \|_F$ for the simplex ETF's Gram matrix at unit norm
+    $E = (I - \frac{1}{K}11^\top)/\sqrt{K-1}$, from $\langle G, E\rangle$ (``inner``) and
+    $\|G\|_F$ (``norm``): $\|G/\|G\|_F - E\|_F^2 = 2 - 2\langle G, E\rangle / \|G\|_F$,
+    without the $K \times K$ matrices."""
+    if norm == 0:
+        raise invalid(name, "a zero Gram matrix", "vectors with a length")
+    return float(np.sqrt(max(2.0 - 2.0 * inner / norm, 0.0)))
+
+
+def etf_distance(vectors: Any) -> float:
+    r"""NC2 as one distance: $\| V V^\top / \|V V^\top\|_F - (I - \frac{1}{K}11^\top) /
+    \sqrt{K-1} \|_F$, 0 exactly when the rows of $V$ `[K, d]` form a simplex ETF (of any
+    scale); at most 2. tding1/Neural-Collapse ``validate_NC.py`` ``compute_ETF`` (on the
+    classifier rows $W$), rhubarbwu/neural-collapse ``measure.py`` ``simplex_etf_error`` (on
+    the centred class means $M$)."""
+    V = as_matrix("vectors", vectors)
+    k = V.shape[0]
+    if k < 2:
+        raise invalid("vectors", f"shape {V.shape}", "at least 2 rows")
+    # <V V^T, E> = (tr V V^T - 1^T V V^T 1 / K) / sqrt(K-1) = (||V||_F^2 - ||V^T 1||^2 / K) / ...
+    inner = ((V**2).sum() - (V.sum(axis=0) ** 2).sum() / k) / np.sqrt(k - 1)
+    small = V.T @ V if V.shape[1] < k else V @ V.T  # ||V V^T||_F = ||V^T V||_F
+    return _distance_to_simplex(inner, np.linalg.norm(small), k, "vectors")
+
+
+def duality_distance(W: Any, M: Any) -> float:
+    r"""NC3 as one distance: $\| W M^\top / \|W M^\top\|_F - (I - \frac{1}{K}11^\top) /
+    \sqrt{K-1} \|_F$ with $W$ the classifier rows and $M$ the centred class means `[K, d]`:
+    0 when the classifier and the means are one simplex ETF (up to scale). tding1/Neural-Collapse
+    ``validate_NC.py`` ``compute_W_H_relation``, rhubarbwu/neural-collapse ``measure.py``
+    ``self_duality_error``. Unlike :func:`nc3` it also asks for the simplex."""
+    W = as_matrix("W", W)
+    M = as_matrix("M", M, rows=W.shape[0], cols=W.shape[1])
+    k = W.shape[0]
+    if k < 2:
+        raise invalid("W", f"shape {W.shape}", "at least 2 rows")
+    # <W M^T, E> = (tr W M^T - 1^T W M^T 1 / K) / sqrt(K-1)
+    inner = ((W * M).sum() - W.sum(axis=0) @ M.sum(axis=0) / k) / np.sqrt(k - 1)
+    # ||W M^T||_F^2 = tr(W^T W M^T M) (d x d) or the K x K product itself
+    if W.shape[1] < k:
+        norm = np.sqrt(max(float(np.sum((W.T @ W) * (M.T @ M))), 0.0))
+    else:
+        norm = np.linalg.norm(W @ M.T)
+    return _distance_to_simplex(inner, norm, k, "W M^T")
 
 
 def ncc_predictions(features: Any, means: Any) -> np.ndarray:

@@ -218,13 +218,14 @@ def prototype_cosines(W: Any) -> np.ndarray:
     return cos
 
 
-def min_prototype_angle(W: Any) -> float:
+def min_prototype_angle(W: Any, *, cosines: np.ndarray | None = None) -> float:
     r"""$\min_{i \neq j} \arccos(\hat w_i^\top \hat w_j)$ in degrees.
 
     For the regular simplex this is $\arccos(-\frac{1}{k-1})$: 120 for $k = 3$, 96.38 for
     $k = 10$, 90.58 for $k = 100$; it is the largest possible minimum angle when $d \geq k-1$.
+    ``cosines``: :func:`prototype_cosines` of ``W`` if already computed.
     """
-    cos = prototype_cosines(W)
+    cos = prototype_cosines(W) if cosines is None else cosines
     k = cos.shape[0]
     off = ~np.eye(k, dtype=bool)
     return float(np.degrees(np.arccos(np.nanmax(cos[off]))))

@@ -16,12 +16,13 @@ arch            input                source                                 feat
 ``resnet34``    ``[N, 3, 32, 32]``   CIFAR ResNet-34 of the APL code         512         21.28 M
 ``cnn_mnist``   ``[N, 1, 28, 28]``   APL ``ToyModel(type='MNIST')``          128         0.421 M
 ``cnn_cifar10`` ``[N, 3, 32, 32]``   APL ``ToyModel(type='CIFAR10')``        256         1.64 M
-``mlp1d``       ``[N, 40]``          CPU-sized, MNIST-1D                     64          0.093 M
+``mlp1d``       ``[N, D]``           CPU-sized, vectors of any width D       64          0.093 M
 ``cnn1d``       ``[N, 40]``          CPU-sized, MNIST-1D (its ConvBase)      64          0.017 M
 ``cnn_digits``  ``[N, 1, 8, 8]``     CPU-sized, scikit-learn digits          64          0.038 M
 ==============  ===================  =====================================  ==========  ==========
 
-(Parameter counts are of the backbone alone, with the default input channels; a linear head
+(Parameter counts are of the backbone alone, with the default input channels and, for
+``mlp1d``, MNIST-1D's width D = 40; a linear head
 adds ``(feat_dim + 1) * num_classes``.) Every backbone ends in a ReLU, as the reference
 backbones do (the ResNets average-pool a ReLU output, APL's CNNs end in ``BN + ReLU``), so
 penultimate features are non-negative throughout.
@@ -42,8 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from palviz.checks import check_choice, check_int, check_num_classes
-from palviz.heads import LinearHead, make_head
+from palviz.checks import check_choice, check_int, check_num_classes, check_sample_shape, invalid
+from palviz.heads import HEAD_KINDS, HEADS, LinearHead
 
 __all__ = [
     "ARCHS",
@@ -283,20 +284,22 @@ def cnn_cifar10(in_channels: int = 3) -> nn.Sequential:
 # --------------------------------------------------------------------------- CPU-sized nets
 
 
-def mlp1d(in_channels: int = 1) -> nn.Sequential:
-    """A CPU-sized MLP for MNIST-1D (Greydanus 2020, 40-sample signals).
+def mlp1d(in_channels: int = 1, width: int = 40) -> nn.Sequential:
+    """A CPU-sized MLP for vectors of any width ``D`` (MNIST-1D's 40-sample signals by default).
 
-    ``40 -> 256 -> 256 -> 64``, each linear layer followed by ReLU; PyTorch's default init.
+    ``D -> 256 -> 256 -> 64``, each linear layer followed by ReLU; PyTorch's default init.
     The MNIST-1D paper's MLP baseline (100 hidden units) reaches about 68 % test accuracy;
     this one is of that kind: 72 % on the default MNIST-1D split (4,000 training signals)
-    after 30 epochs of SGD (lr 0.1, cosine, momentum 0.9, weight decay 5e-4, batch 128).
+    after 30 epochs of SGD (lr 0.1, cosine, momentum 0.9, weight decay 5e-4, batch 128). It is
+    the network of a vector dataset registered without one (:func:`palviz.data.register_dataset`),
+    built for the dataset's width (:func:`make_model`'s ``shape``).
 
-    ``[N, 40]`` (or ``[N, in_channels, 40]``, flattened) ``-> [N, 64]``.
-    Parameters: 92,736 (backbone, ``in_channels=1``).
+    ``[N, D]`` (or ``[N, in_channels, D]``, flattened) ``-> [N, 64]``, ``D = width``.
+    Parameters: ``256 (in_channels D + 1) + 82,240`` (backbone), 92,736 for ``D = 40``.
     """
     return nn.Sequential(
         nn.Flatten(),
-        nn.Linear(40 * in_channels, 256),
+        nn.Linear(width * in_channels, 256),
         nn.ReLU(),
         nn.Linear(256, 256),
         nn.ReLU(),
@@ -386,13 +389,14 @@ ARCH_INPUTS: dict[str, tuple[int | None, ...]] = {
     "resnet34": (3, None, None),
     "cnn_mnist": (1, 28, 28),
     "cnn_cifar10": (3, 32, 32),
-    "mlp1d": (40,),
+    "mlp1d": (None,),  # built for the width of its input (make_model's shape)
     "cnn1d": (40,),
     "cnn_digits": (1, 8, 8),
 }
 """What each arch reads, with its default ``in_channels``: the shape of one sample, ``None``
-where any size will do (``(3, None, None)``: RGB images of any size). A run pairs an arch with
-a dataset only if it reads the dataset's samples (:func:`input_problem`)."""
+where any size will do (``(3, None, None)``: RGB images of any size; ``(None,)``: vectors of
+any width). A run pairs an arch with a dataset only if it reads the dataset's samples
+(:func:`input_problem`)."""
 
 
 def arch_input(arch: str) -> str:
@@ -453,6 +457,7 @@ def make_model(
     head: str = "linear",
     *,
     in_channels: int | None = None,
+    shape: tuple[int, ...] | None = None,
     **head_kw,
 ) -> Classifier:
     """Build ``arch``'s backbone and put a ``head`` of ``num_classes`` on it.
@@ -465,6 +470,9 @@ def make_model(
             ``"anchored"``.
         in_channels: input channels (signal channels for the 1-D nets); ``None`` means the
             arch's own (3 for the CIFAR nets, 1 for MNIST, MNIST-1D and digits).
+        shape: the shape of one sample the model is built for, e.g. a dataset's
+            ``DatasetInfo.shape``: it must be one ``arch`` reads (:data:`ARCH_INPUTS`), and it
+            sets the input width ``D`` of ``mlp1d``. ``None``: the arch's own (``D = 40``).
         **head_kw: passed to the head, e.g. ``normalize=True, scale=10.0`` for FNPAL.
 
     Returns:
@@ -474,8 +482,15 @@ def make_model(
     num_classes = check_num_classes(num_classes)
     build, feat_dim, default_channels = _BACKBONES[arch]
     channels = default_channels if in_channels is None else check_int("in_channels", in_channels, 1)
-    backbone = build(channels)
-    head_module = make_head(head, feat_dim, num_classes, **head_kw)
+    sized = {}
+    if shape is not None:
+        dims = check_sample_shape("shape", shape)
+        if input_problem(arch, dims):
+            raise invalid("shape", shape, f"one {arch} reads, {arch_input(arch)}")
+        if arch == "mlp1d":  # the one backbone built for the size of its input
+            sized["width"] = dims[0]
+    backbone = build(channels, **sized)
+    head_module = HEADS[check_choice("head", head, HEAD_KINDS)](feat_dim, num_classes, **head_kw)
     if HEAD_INITS[arch] is not None and isinstance(head_module, LinearHead):
         _INITS[HEAD_INITS[arch]](head_module.fc.weight)
     return Classifier(backbone, head_module, feat_dim)

@@ -3,6 +3,7 @@ claims.csv and its markdown."""
 
 import math
 import threading
+from pathlib import Path
 
 import filelock
 import numpy as np
@@ -481,26 +482,6 @@ def test_claims_summary_counts_the_family_verdicts(frame):
     )
 
 
-def test_claims_explanation_computes_its_numbers_from_the_table(frame):
-    three = frame[frame["seed"] < 3]
-    claims = [_claim("PAL"), _claim("missing")]
-    text = ct.claims_explanation(
-        ct.evaluate_claims(three, claims, profile="smoke", paper_steps=None)
-    )
-    assert "2 claims, at the last epoch: 1 consistent" in text
-    assert "0.25 for 3 pairs here" in text  # 2 / 2**3
-    assert "with 3 pairs the sign-flip p cannot fall below 0.05" in text
-    assert "*missing beats CE*" in text  # the family this profile does not train
-    assert "Read from one comparison" not in text  # single claims are meant as one
-    wide = [pc.Claim("06", "all of it", "s", "CE", "PAL", {"imbalance_ratio": 100}, reading="all")]
-    text = ct.claims_explanation(ct.evaluate_claims(frame, wide, profile="smoke", paper_steps=None))
-    assert "*Read from one comparison here:* *all of it*" in text
-    text = ct.claims_explanation(
-        ct.evaluate_claims(frame, claims[:1], profile="smoke", paper_steps=None), 0.9
-    )
-    assert "0.0625 for 5 pairs" in text and "90 % Student-t" in text and "Not read" not in text
-
-
 def test_write_claims_replaces_a_file_of_another_version_with_a_warning(frame, figures):
     old = figures / "smoke" / "claims.csv"
     old.parent.mkdir(parents=True)
@@ -585,16 +566,14 @@ def test_an_all_family_with_every_member_below_alpha_is_consistent_without_holm(
 
 
 def test_the_verdicts_rest_on_the_p_value_the_constant_names(frame, monkeypatch):
-    """VERDICT_P selects the p-value of every verdict, and the explanation names it; with
-    five pairs the sign-flip p cannot fall below 2 / 2**5 = 0.0625, so resting on it turns a
-    steady +3 points into 'inconclusive'."""
+    """VERDICT_P selects the p-value of every verdict, and docs/results.md names it; with five
+    pairs the sign-flip p cannot fall below 2 / 2**5 = 0.0625, so resting on it turns a steady
+    +3 points into 'inconclusive'."""
     df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
-    text = ct.claims_explanation(df)
     assert ct.VERDICT_P == "p_value" and ct.P_NAMES[ct.VERDICT_P] == "p (t)"
-    assert "**The verdicts rest on p (t)**" in text
-    assert f"{2 / 2**5:.3g} for 5 pairs here" == "0.0625 for 5 pairs here"
-    assert "0.0625 for 5 pairs here" in text
-    assert "assumes normal paired differences" in text and "symmetric about 0" in text
+    page = " ".join((Path(__file__).parents[1] / "docs" / "results.md").read_text().split())
+    assert f"**The verdicts rest on {ct.P_NAMES[ct.VERDICT_P]}** (`palviz" in page
+    assert stats.sign_flip_floor(5) == 0.0625 and "0.0625 with 5 pairs" in page
     assert _members(df)["verdict"].tolist() == [stats.CONSISTENT]
     monkeypatch.setattr(ct, "VERDICT_P", "p_signflip")
     df = ct.evaluate_claims(frame, [_claim("PAL")], profile="smoke", paper_steps=None)
@@ -602,7 +581,6 @@ def test_the_verdicts_rest_on_the_p_value_the_constant_names(frame, monkeypatch)
     assert member["p_signflip"] == pytest.approx(1 / 16)  # all five seeds the same sign
     assert member["verdict"] == stats.INCONCLUSIVE and df.iloc[0]["verdict"] == stats.INCONCLUSIVE
     assert member["p_holm"] == pytest.approx(member["p_signflip"])  # Holm of the chosen p
-    assert "**The verdicts rest on p (sign-flip)**" in ct.claims_explanation(df)
 
 
 def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
@@ -640,9 +618,6 @@ def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
     assert "paper reads" in header
     assert f"{best.mean:+.1f} [{best.ci_low:+.1f}, {best.ci_high:+.1f}]" in table
     assert "not stated" in table
-    text = ct.claims_explanation(df)
-    assert "Two epochs, side by side" in text
-    assert "*not stated* (the paper's text names neither epoch) for 1 of the 1" in text
 
 
 def test_paper_reads_comes_from_the_quote_and_is_checked():

@@ -43,7 +43,6 @@ COMMANDS = [
     ("plan", "--profile", "smoke"),
     ("runs",),
     ("methods",),
-    ("report", "--profile", "quick", "--check"),
 ]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from palviz import cli
 from palviz.cli import figures as cli_figures
+from palviz.cli import reuse
 
 
 def _paths(n):
@@ -37,7 +38,7 @@ def test_run_notebooks_runs_two_kernels_at_once_in_the_notebooks_order(monkeypat
 
     third_started = threading.Event()
 
-    def fake(path, profile, out_dir):
+    def fake(path, profile, out_dir, *_):
         with lock:
             started.append(path.stem)
             running[0] += 1
@@ -64,7 +65,7 @@ def test_run_notebooks_runs_two_kernels_at_once_in_the_notebooks_order(monkeypat
 def test_run_notebooks_raises_the_first_error_and_starts_no_more(monkeypatch):
     started = []
 
-    def fake(path, profile, out_dir):
+    def fake(path, profile, out_dir, *_):
         started.append(path.stem)
         if path.stem.startswith("01"):
             raise RuntimeError("cell 3 failed in 01")
@@ -114,7 +115,9 @@ def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch,
         cli_figures, "train_missing", lambda sel, prof: events.append("train") or 1.0
     )
     monkeypatch.setattr(
-        cli_figures, "execute_notebook", lambda path, prof, out: events.append(path.stem[:2]) or 0.1
+        cli_figures,
+        "execute_notebook",
+        lambda path, prof, out, *_: events.append(path.stem[:2]) or 0.1,
     )
     assert cli.main(["figures", "--profile", "smoke", "--only", "06", "00", "--jobs", "1"]) == 0
     assert events == ["train", "00", "06"]
@@ -153,3 +156,99 @@ def test_kernels_started_at_once_talk_over_their_own_sockets_and_are_shut_down(t
         ["ps", "--ppid", str(os.getpid()), "-o", "cmd="], capture_output=True, text=True
     ).stdout
     assert "ipykernel" not in children, children
+
+
+def _lesson(tmp_path: Path) -> Path:
+    path = tmp_path / "notebooks" / "06_lesson.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"cells": []}', encoding="utf-8")
+    return path
+
+
+def test_notebook_inputs_change_with_the_notebook_the_environment_and_the_runs_read(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("PALVIZ_RUNS", str(tmp_path / "runs"))
+    path = _lesson(tmp_path)
+    metrics = tmp_path / "runs" / "k1" / "metrics.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text('{"acc": 0.5}')
+    planned = [{"key": "k1", "notebooks": ["06"]}, {"key": "k2", "notebooks": ["07"]}]
+    first = reuse.notebook_inputs(path, "smoke", planned)
+    assert reuse.notebook_inputs(path, "smoke", planned) == first  # the same inputs
+    assert reuse.notebook_inputs(path, "quick", planned) != first
+    metrics.write_text('{"acc": 0.6}')  # the run it reads, trained again
+    second = reuse.notebook_inputs(path, "smoke", planned)
+    assert second != first
+    (tmp_path / "runs" / "k2").mkdir()
+    (tmp_path / "runs" / "k2" / "metrics.json").write_text("{}")  # a run of another notebook
+    assert reuse.notebook_inputs(path, "smoke", planned) == second
+    monkeypatch.setenv("PALVIZ_DATASET_MODULES", "my_sets")
+    third = reuse.notebook_inputs(path, "smoke", planned)
+    assert third != second
+    path.write_text('{"cells": [1]}', encoding="utf-8")
+    assert reuse.notebook_inputs(path, "smoke", planned) != third
+
+
+def test_a_notebook_is_kept_only_after_a_good_run_with_the_same_inputs_and_its_files(
+    monkeypatch, tmp_path
+):
+    from palviz import book
+
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
+    path, out = _lesson(tmp_path), tmp_path / "build"
+    out.mkdir()
+    assert not reuse.unchanged(path, out, "h1")  # never ran
+    (out / path.name).write_text("{}")
+    figure = tmp_path / "figures" / "smoke" / "06_a.png"
+    figure.parent.mkdir(parents=True)
+    figure.write_bytes(b"png")
+    record = {"inputs": "h1", "files": ["smoke/06_a.png"]}
+    (out / "06_lesson.inputs.json").write_text(json.dumps(record))
+    assert reuse.unchanged(path, out, "h1")
+    assert not reuse.unchanged(path, out, "h2")  # an input changed
+    figure.unlink()
+    assert not reuse.unchanged(path, out, "h1")  # a file it wrote is gone
+    figure.write_bytes(b"png")
+    nb = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    import nbformat
+
+    book.write_failure(nbformat.from_dict(nb), out, "06_lesson", "cell 2: boom", "smoke")
+    assert not reuse.unchanged(path, out, "h1")  # its last run failed
+
+
+def test_figures_runs_again_only_the_notebooks_whose_inputs_changed(monkeypatch, tmp_path):
+    monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
+    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(cli_figures, "train_missing", lambda sel, prof: 0.0)
+    monkeypatch.setattr(
+        cli_figures, "build_book", lambda *a: tmp_path / "index.html", raising=False
+    )
+    ran = []
+
+    def fake(path, profile, out_dir, timeout, inputs):
+        ran.append(path.stem[:2])
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / path.name).write_text("{}")
+        record = {"inputs": inputs, "files": []}
+        (out_dir / f"{path.stem}.inputs.json").write_text(json.dumps(record))
+        return 0.5
+
+    import palviz.book
+
+    monkeypatch.setattr(palviz.book, "build_book", lambda *a: tmp_path / "index.html")
+    monkeypatch.setattr(cli_figures, "execute_notebook", fake)
+    args = ["figures", "--profile", "smoke", "--only", "01", "04", "--jobs", "1"]
+    assert cli.main(args) == 0
+    assert ran == ["01", "04"]
+    assert cli.main(args) == 0
+    assert ran == ["01", "04"]  # nothing changed: both kept
+    record = json.loads((tmp_path / "figures" / "smoke" / "timings.json").read_text())
+    assert record["kept"] == ["01_simplex_prototypes", "04_lipschitz_bounds_vs_s"]
+    assert record["notebook_seconds"] == {
+        "01_simplex_prototypes": 0.5,
+        "04_lipschitz_bounds_vs_s": 0.5,
+    }
+    monkeypatch.setenv("PALVIZ_SOMETHING", "new")  # an input of every notebook
+    assert cli.main(args) == 0 and ran[2:] == ["01", "04"]
+    assert cli.main([*args, "--rerun"]) == 0 and ran[4:] == ["01", "04"]

@@ -3,7 +3,6 @@ executed up to their ``run_many`` / ``run_grouped`` call, which records the spec
 training, and the keys are compared with :func:`palviz.experiments.plan.planned_specs`."""
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from palviz import cli
 from palviz import experiments as ex
 from palviz.cli import sweep as cli_sweep
-from palviz.experiments import estimate, plan, recipes
-from palviz.experiments.profiles import PAPER_PREVIOUS
+from palviz.experiments import plan, recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,48 +80,17 @@ def test_plan_command_lists_and_writes_the_paper_grid_without_data(tmp_path, mon
     assert setup["ratios"] == (100, 50, 10) and setup["seeds"] == (0, 1, 2)
     n = 2 * 3 * 3 * (len(setup["methods"]) + len(setup["pal_methods"]))
     assert f"{n} run(s) (paper): 0 cached, {n} missing" in text
-    assert f"paper plan: {n:,} run(s), " in text and "the previous plan (seeds (0,)" in text
     specs = cli_sweep.read_specs(out)
     assert len(specs) == n and {s.dataset for s in specs} == {"cifar10", "cifar100"}
     assert [s.key() for s in specs] == [s.key() for s in plan.planned_specs("06", "paper")]
     assert not (tmp_path / "no-data").exists()
 
 
-def lt_steps(dataset: str, rho: int) -> int:
-    """200 epochs x ceil(n / 128) of CIFAR-LT's exponential profile, from its formula:
-    n_i = floor(n_max rho^(-i / (k - 1)))."""
-    n_max, k = {"cifar10": (5000, 10), "cifar100": (500, 100)}[dataset]
-    n = sum(math.floor(n_max * rho ** (-i / (k - 1))) for i in range(k))
-    return 200 * math.ceil(n / 128)
-
-
-def test_paper_plan_of_06_against_its_one_seed_two_ratio_predecessor():
-    setup = recipes.long_tailed_setup("paper")
-    now = len(setup["methods"]) + len(setup["pal_methods"])
-    before = now - len(PAPER_PREVIOUS["added_methods"])  # added since, all without PAL
-    assert set(PAPER_PREVIOUS["added_methods"]) <= set(setup["methods"])
-    g = estimate.paper_plan_growth(["06"])
-    datasets = ("cifar10", "cifar100")
-    assert g["runs"] == 2 * 3 * 3 * now and g["previous_runs"] == 2 * 2 * before
-    assert g["steps"] == 3 * now * sum(lt_steps(d, r) for d in datasets for r in (100, 50, 10))
-    assert g["previous_steps"] == before * sum(lt_steps(d, r) for d in datasets for r in (100, 10))
-    assert g["runs_ratio"] == pytest.approx(g["runs"] / g["previous_runs"])
-    assert g["steps_ratio"] == pytest.approx(g["steps"] / g["previous_steps"])
-    text = estimate.describe_paper_growth(["06"])
-    assert f"{g['runs']:,} run(s), {g['steps']:,} SGD steps" in text
-    assert f"x{g['steps_ratio']:.2f} the steps" in text
-
-
-def test_paper_plan_of_07_trains_three_seeds_where_it_trained_one():
-    g = estimate.paper_plan_growth(["07"])
+def test_paper_plan_of_07_trains_three_seeds_for_its_tables_and_one_for_its_sweep():
     groups = plan.experiment("07", "paper")
-    specs = [s for group in groups.values() for s in group]
     for group in [g for name, g in groups.items() if name != "sweep"]:
         assert {s.seed for s in group} == {0, 1, 2}
     assert {s.seed for s in groups["sweep"]} == {0}
-    # the previous plan was this one at seed 0 (the sweep's only seed then and now)
-    assert g["runs"] == len({s.key() for s in specs})
-    assert g["previous_runs"] == len({s.key() for s in specs if s.seed == 0})
 
 
 def test_paper_plan_of_notebook_07_covers_three_datasets():

@@ -425,7 +425,7 @@ def test_post_hoc_tau_normalisation_leaves_an_anchored_model_unchanged():
     xv, yv = vectors((10, 10, 10, 10), seed=4)
     xt, yt = vectors((10, 10, 10, 10), seed=5)
     counts = np.bincount(y.numpy())
-    table = post_hoc(model, (xv, yv), (xt, yt), counts, taus=[0.0, 1.0, 2.0])
+    table = post_hoc(model, None, counts, held_out=(xv, yv), test=(xt, yt), taus=[0, 1, 2]).table
     acc = table.set_index(["method", "group"]).accuracy
     assert acc[("tau-normalisation", "all")] == acc[("none", "all")]
     # logit adjustment at the chosen tau, recomputed from the formula
@@ -451,7 +451,7 @@ def test_post_hoc_tau_normalisation_of_a_linear_layer_matches_the_formula():
     xv, yv = vectors((10, 10, 10, 10), seed=7)
     xt, yt = vectors((10, 10, 10, 10), seed=8)
     taus = [0.0, 0.5, 1.0, 1.5]
-    table = post_hoc(model, (xv, yv), (xt, yt), np.bincount(y.numpy()), taus=taus)
+    table = post_hoc(model, (x, y), held_out=(xv, yv), test=(xt, yt), taus=taus).table
     W, b = model[2].weight.detach().double().numpy(), model[2].bias.detach().double().numpy()
     with torch.no_grad():
         hv, ht = (model[:2](v).double().numpy() for v in (xv, xt))
@@ -475,7 +475,7 @@ def test_diagnose_of_a_cosine_head_notes_the_cosine_scale_and_plots():
     assert find_classifier(model) is model[2]
     fig = d.plot()
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert len(titles) == 4 and fig.get_suptitle()
+    assert "reliability, train split: ECE" in " ".join(titles) and fig.get_suptitle()
     plt.close(fig)
 
 
@@ -783,7 +783,8 @@ def test_post_hoc_takes_the_layer_and_checks_its_class_counts():
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
     x, y = vectors((10, 10, 10, 10), seed=7)
     counts = [150, 40, 12, 6]
-    table = post_hoc(model, (x, y), (x, y), counts, taus=[0.0, 1.0], layer="2")
-    assert "tau-normalisation" in set(table.method)
+    with pytest.warns(UserWarning, match="held_out is the test split"):
+        table = post_hoc(model, None, counts, held_out=(x, y), test=(x, y), taus=[0, 1], layer="2")
+    assert "tau-normalisation" in set(table.table.method)
     with pytest.raises(ValueError, match=r"class_counts must be one count per class \(4\)"):
-        post_hoc(model, (x, y), (x, y), counts[:3])
+        post_hoc(model, None, counts[:3], held_out=(x, y), test=(x, y))

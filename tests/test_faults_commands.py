@@ -31,8 +31,8 @@ from palviz.cli import figures as cli_figures
 from palviz.experiments import plan, recipes
 from palviz.experiments.cachedir import check_runs
 from palviz.experiments.locks import RunLock
-from palviz.experiments.params import SCHEMAS, check_parameters
 from palviz.files import PROFILES, save_torch
+from palviz.parameters import TABLES, check_parameters, edges
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,7 +137,7 @@ def test_figures_trains_and_renders_the_profile_palviz_profile_names(folders, mo
         cli_figures, "train_missing", lambda sel, profile: seen.append(profile) or 0.0
     )
     monkeypatch.setattr(
-        cli_figures, "execute_notebook", lambda path, profile, out: seen.append(profile) or 0.1
+        cli_figures, "execute_notebook", lambda path, profile, out, *_: seen.append(profile) or 0.1
     )
     monkeypatch.setenv("PALVIZ_PROFILE", "smoke")
     assert cli.main(["figures", "--only", "01", "--jobs", "1"]) == 0
@@ -165,11 +165,11 @@ def test_the_palviz_command_refuses_an_unknown_palviz_profile_with_status_2(tmp_
 
 def test_a_notebook_refuses_an_unknown_palviz_profile_in_its_check(monkeypatch):
     monkeypatch.setenv("PALVIZ_PROFILE", "bogus")
-    values = {name: entry.examples[0] for name, entry in SCHEMAS["01"].items()}
+    values = {name: edges(p)[0] for name, p in TABLES["01"].items()}
     values["PROFILE"] = None  # the cell's default: read $PALVIZ_PROFILE
     with pytest.raises(ValueError, match=r"^PALVIZ_PROFILE must be one of .*, got 'bogus'$"):
-        check_parameters("01", **values)
-    check_parameters("01", **{**values, "PROFILE": "smoke"})  # the cell's own PROFILE wins
+        check_parameters("01", values)
+    check_parameters("01", {**values, "PROFILE": "smoke"})  # the cell's own PROFILE wins
 
 
 # ----------------------------------------------------------------- 2. palviz train FILE
@@ -300,9 +300,9 @@ def test_runs_check_fix_removes_unfinished_entries_with_nothing_to_resume(folder
 
 
 def test_notebook_01_refuses_one_class_naming_num_classes():
-    values = {name: entry.examples[0] for name, entry in SCHEMAS["01"].items()}
+    values = {name: edges(p)[0] for name, p in TABLES["01"].items()}
     with pytest.raises(ValueError) as error:
-        check_parameters("01", **{**values, "NUM_CLASSES": 1})
+        check_parameters("01", {**values, "NUM_CLASSES": 1})
     assert str(error.value) == "NUM_CLASSES must be an integer in [2, 100], got 1"
 
 
@@ -310,17 +310,17 @@ def test_notebook_01_refuses_one_class_naming_num_classes():
 def test_notebook_07_refuses_a_transition_it_does_not_train_naming_the_allowed_pairs(profile):
     setup = recipes.noisy_setup(profile)
     pairs = [(k, eta) for k in ("symmetric", "asymmetric") for eta in setup[k]]
-    values = {name: entry.examples[0] for name, entry in SCHEMAS["07"].items()}
-    values.update(PROFILE=profile, RATES=None)  # every rate of the profile
+    values = {name: edges(p)[0] for name, p in TABLES["07"].items()}
+    values.update(PROFILE=profile, NOISE_KINDS=None, RATES=None)  # every kind and rate
     for wrong in (("symmetric", 0.33), ("uniform", 0.4)):
         shown = (pairs[0], wrong)
         with pytest.raises(ValueError) as error:
-            check_parameters("07", **{**values, "TRANSITION_SHOWN": shown})
+            check_parameters("07", {**values, "TRANSITION_SHOWN": shown})
         message = str(error.value)
         assert message.startswith("TRANSITION_SHOWN must be ")
         listed = ", ".join(f"({k!r}, {eta})" for k, eta in pairs)
         assert f"the pairs of profile {profile!r} are {listed}; {wrong!r} is not one" in message
-    check_parameters("07", **{**values, "TRANSITION_SHOWN": (pairs[-1], pairs[0])})
+    check_parameters("07", {**values, "TRANSITION_SHOWN": (pairs[-1], pairs[0])})
 
 
 def _cells(number: str) -> list[tuple[str, list[str], str]]:
@@ -330,14 +330,14 @@ def _cells(number: str) -> list[tuple[str, list[str], str]]:
     return [(c["cell_type"], c["metadata"].get("tags", []), "".join(c["source"])) for c in cells]
 
 
-@pytest.mark.parametrize("number", sorted(SCHEMAS))
+@pytest.mark.parametrize("number", sorted(TABLES))
 def test_the_cell_after_the_parameters_checks_them_before_anything_else(number):
     cells = [(tags, src) for kind, tags, src in _cells(number) if kind == "code"]
     first = next(i for i, (tags, _) in enumerate(cells) if "parameters" in tags)
     body = ast.parse(cells[first + 1][1]).body
     assert len(body) >= 2, f"{number}: the cell after the parameters does not check them"
     imported, called = body[:2]
-    assert isinstance(imported, ast.ImportFrom) and imported.module == "palviz.experiments"
+    assert isinstance(imported, ast.ImportFrom) and imported.module == "palviz.parameters"
     assert [a.name for a in imported.names] == ["check_parameters"]
     assert isinstance(called, ast.Expr) and isinstance(called.value, ast.Call)
     assert getattr(called.value.func, "id", None) == "check_parameters"

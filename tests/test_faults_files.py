@@ -232,7 +232,7 @@ def test_figures_reports_a_failed_notebook_in_one_message_and_exits_1(
         cli_figures, "train_missing", lambda selected, profile: cli_figures.TrainingTime(0, 0, 0)
     )
 
-    def fails(path, profile, out_dir):
+    def fails(path, profile, out_dir, *_):
         failure = book.write_failure(new_notebook(), out_dir, path.stem, "OSError: x", profile)
         raise book.NotebookFailed(path.stem, failure, out_dir)
 
@@ -328,22 +328,6 @@ def test_pages_on_a_full_disk_are_one_message_and_leave_nothing_half_written(
         book.write_copy(nb, out, "07_lesson", "smoke")
     assert (out / "07_lesson.ipynb").read_bytes() == before
     assert temp_files(full_disk) == []
-
-
-def test_a_run_lock_on_a_full_disk_is_one_error_and_is_given_back(full_disk):
-    import filelock
-
-    from palviz.experiments.locks import RunLock
-
-    (full_disk / ".locks").mkdir()
-    fill(full_disk, 0)
-    lock = RunLock(full_disk, "k" * 16)
-    with pytest.raises(DiskFullError, match=re.escape(str(lock.owner_path))):
-        lock.acquire()
-    other = filelock.FileLock(str(lock.lock_path))
-    other.acquire(timeout=1)  # raises Timeout if the failed owner still held it
-    other.release()
-    assert sorted(p.name for p in (full_disk / ".locks").iterdir()) == [f"{'k' * 16}.lock"]
 
 
 def test_waiting_for_a_run_lock_on_a_full_disk_is_still_waiting(full_disk):

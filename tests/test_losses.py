@@ -625,8 +625,6 @@ def test_register_loss_rejects_a_bad_declaration():
 
     cases = [
         (dict(name="ce"), "taken by"),
-        (dict(name="fresh", needs=("counts",)), "not among the facts"),
-        (dict(name="fresh", needs=("class_counts",)), "must take 'cls_num_list'"),
         (dict(name="fresh", head="sphere"), "head must be one of"),
     ]
     for kw, message in cases:
@@ -634,6 +632,28 @@ def test_register_loss_rejects_a_bad_declaration():
         with pytest.raises(ValueError, match=message):
             registry.register_loss(name, source="test", **kw)(Fine)
         assert "fresh" not in LOSSES
+
+
+def test_what_a_loss_needs_of_a_run_is_read_from_its_constructor():
+    assert LOSSES["ldam"].needs == ("class_counts",)  # LDAMLoss(cls_num_list, ...)
+    assert LOSSES["gce"].needs == ("num_classes",)  # GCELoss(num_classes, q)
+    assert LOSSES["focal"].needs == ()
+    for name, entry in LOSSES.items():
+        taken = {arg for fact, arg in registry.FACTS.items() if fact in entry.needs}
+        assert taken == set(registry.FACTS.values()) & set(entry.arguments), name
+
+    class Both(torch.nn.Module):
+        def __init__(self, num_classes: int, cls_num_list, q: float = 0.5):
+            super().__init__()
+            self.num_classes, self.counts = num_classes, cls_num_list
+
+    registry.register_loss("test_both", source="test")(Both)
+    try:
+        assert LOSSES["test_both"].needs == ("class_counts", "num_classes")
+        built = registry.build_loss("test_both", {"q": 0.1}, class_counts=[3, 1], num_classes=2)
+        assert (built.num_classes, built.counts) == (2, [3, 1])
+    finally:
+        del LOSSES["test_both"]
 
 
 def test_loss_kw_is_checked_against_the_constructor():

@@ -191,3 +191,50 @@ def test_num_classes_must_be_an_integer_of_at_least_two(bad):
 def test_in_channels_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="in_channels must be >= 1, got 0"):
         make_model("mlp1d", 10, in_channels=0)
+
+
+@pytest.mark.parametrize("width", [13, 40, 64])
+def test_mlp1d_is_built_for_the_width_of_its_input(width):
+    model = make_model("mlp1d", 3, shape=(width,))
+    assert model(torch.randn(2, width)).shape == (2, 3)
+    # D -> 256 -> 256 -> 64: 256 (D + 1) + 82,240 parameters, as its docstring says
+    assert n_params(model.backbone) == 256 * (width + 1) + 82_240
+    with pytest.raises(RuntimeError):
+        model(torch.randn(2, width + 1))
+
+
+def test_the_shape_of_the_other_nets_inputs_changes_nothing():
+    torch.manual_seed(0)
+    given = make_model("cnn_digits", 10, shape=(1, 8, 8)).state_dict()
+    torch.manual_seed(0)
+    default = make_model("cnn_digits", 10).state_dict()
+    assert given.keys() == default.keys()
+    assert all(torch.equal(given[k], default[k]) for k in given)
+
+
+@pytest.mark.parametrize(
+    ("arch", "shape", "message"),
+    [
+        (
+            "cnn1d",
+            (13,),
+            r"^shape must be one cnn1d reads, \[N, 40\], got \(13,\)$",
+        ),
+        (
+            "resnet32",
+            (1, 32, 32),
+            r"^shape must be one resnet32 reads, \[N, 3, H, W\]",
+        ),
+        (
+            "mlp1d",
+            (0,),
+            r"^shape must be \(D,\) for vectors or \(C, H, W\) for images, sizes >= 1, "
+            r"got \(0,\)$",
+        ),
+        ("mlp1d", (8, 8), r"^shape must be \(D,\) for vectors or \(C, H, W\)"),
+        ("mlp1d", "13", r"^shape must be \(D,\) for vectors or \(C, H, W\)"),
+    ],
+)
+def test_a_shape_the_arch_cannot_read_is_refused_naming_it(arch, shape, message):
+    with pytest.raises(ValueError, match=message):
+        make_model(arch, 3, shape=shape)

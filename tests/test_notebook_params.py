@@ -1,8 +1,9 @@
-"""Each notebook's parameters cell is a contract (palviz.experiments.params): the cell names the
-parameters of its schema and its comments state their ranges; check_parameters refuses what the
-schema refuses; and every notebook, executed through papermill at smoke size, runs to the end with
-all its parameters at the low edges of their ranges and with all at the high edges, and stops in its
-first cells, naming the parameter, when one of them has a value of the wrong type.
+"""Each notebook's parameters cell is a contract (palviz.parameters): the cell sets the
+parameters of its table, in order, to their declared defaults, and its comments state their
+rules; check_parameters refuses what the table refuses; and every notebook, executed through
+papermill at smoke size, runs to the end with all its parameters at the low edges of their
+ranges and with all at the high edges, and stops in its first cells, naming the parameter, when
+one of them has a value of the wrong type.
 
 The notebook runs share one run cache (``$PALVIZ_RUNS`` when set, e.g. ``build/test-runs`` in
 ``make test``, else a folder of the session), so a run trains once. They are started together,
@@ -24,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from palviz.checks import ArgumentTypeError
-from palviz.experiments.params import SCHEMAS, check_parameters, rule_alternatives
+from palviz.parameters import TABLES, check_parameters, edges, rule
 
 papermill = pytest.importorskip("papermill")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-PATHS = {number: next(NOTEBOOKS.glob(f"{number}_*.ipynb")) for number in SCHEMAS}
+PATHS = {number: next(NOTEBOOKS.glob(f"{number}_*.ipynb")) for number in TABLES}
 
 
 def code_cells(number: str) -> list[tuple[int, str]]:
@@ -80,41 +81,56 @@ def check_call(number: str) -> tuple[int, ast.Call]:
     raise AssertionError(f"{PATHS[number].name} never calls check_parameters")
 
 
-CASES = [(number, name) for number, schema in SCHEMAS.items() for name in schema]
+CASES = [(number, name) for number, table in TABLES.items() for name in table]
+
+
+def wrong(entry) -> object:
+    """A value of the wrong type for ``entry``: a string stands for a number, a flag or a
+    tuple, a number for a profile's name."""
+    return 1 if entry.kind == "profile" else "1"
+
+
+def rule_alternatives(text: str) -> list[str]:
+    """The alternatives of a rule, the parts between ``" or "``: what a parameter's comment
+    must state word for word."""
+    return [part.strip() for part in text.split(" or ")]
 
 
 # --------------------------------------------------------------------------------------
-# The schemas and the parameters cells agree
+# The tables and the parameters cells agree
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("number", sorted(SCHEMAS))
-def test_the_parameters_cell_names_the_schemas_parameters_in_order(number):
-    assert list(assignments(parameters_cell(number)[1])) == list(SCHEMAS[number])
+@pytest.mark.parametrize("number", sorted(TABLES))
+def test_the_parameters_cell_sets_the_tables_parameters_in_order_to_their_defaults(number):
+    assert list(assignments(parameters_cell(number)[1])) == list(TABLES[number])
+    assert defaults(number) == {name: p.default for name, p in TABLES[number].items()}
 
 
 @pytest.mark.parametrize(("number", "name"), CASES)
 def test_the_comment_of_each_parameter_states_its_rule(number, name):
     _, comment = assignments(parameters_cell(number)[1])[name]
-    rule = SCHEMAS[number][name].rule
-    missing = [part for part in rule_alternatives(rule) if " ".join(part.split()) not in comment]
+    missing = [
+        part
+        for part in rule_alternatives(rule(TABLES[number][name]))
+        if " ".join(part.split()) not in comment
+    ]
     assert not missing, f"{PATHS[number].name}: the comment of {name} ({comment!r}) lacks {missing}"
 
 
-@pytest.mark.parametrize("number", sorted(SCHEMAS))
+@pytest.mark.parametrize("number", sorted(TABLES))
 def test_the_defaults_of_the_cell_pass_the_check(number):
-    check_parameters(number, **defaults(number))
+    check_parameters(number, defaults(number))
 
 
-@pytest.mark.parametrize("number", sorted(SCHEMAS))
-def test_the_check_comes_first_and_passes_every_parameter_by_its_name(number):
+@pytest.mark.parametrize("number", sorted(TABLES))
+def test_the_check_comes_first_and_reads_the_notebooks_globals(number):
     cell, call = check_call(number)
     first = parameters_cell(number)[0]
     code_after = [i for i, _ in code_cells(number) if i > first]
     assert cell in code_after[:2], "check_parameters must be called in the first cells"
     assert isinstance(call.args[0], ast.Constant) and call.args[0].value == number
-    passed = {kw.arg: getattr(kw.value, "id", None) for kw in call.keywords}
-    assert passed == {name: name for name in SCHEMAS[number]}
+    assert ast.unparse(call.args[1]) == "globals()" and not call.keywords
 
 
 # --------------------------------------------------------------------------------------
@@ -127,19 +143,19 @@ def _with(number: str, name: str, value) -> dict:
 
 
 @pytest.mark.parametrize(("number", "name"), CASES)
-def test_every_example_passes_and_the_wrong_type_is_refused_naming_the_parameter(number, name):
-    entry = SCHEMAS[number][name]
-    assert len(entry.examples) >= 2 and entry.doc and entry.rule
-    for value in entry.examples:
-        check_parameters(number, **_with(number, name, value))
+def test_every_edge_passes_and_the_wrong_type_is_refused_naming_the_parameter(number, name):
+    entry = TABLES[number][name]
+    assert len(edges(entry)) == 2
+    for value in (*edges(entry), entry.default):
+        check_parameters(number, _with(number, name, value))
     with pytest.raises(ArgumentTypeError) as error:
-        check_parameters(number, **_with(number, name, entry.wrong))
-    assert str(error.value) == f"{name} must be {entry.rule}, got {entry.wrong!r}"
+        check_parameters(number, _with(number, name, wrong(entry)))
+    assert str(error.value) == f"{name} must be {rule(entry)}, got {wrong(entry)!r}"
     if entry.none:
-        check_parameters(number, **_with(number, name, None))
+        check_parameters(number, _with(number, name, None))
     else:
         with pytest.raises(ArgumentTypeError, match=rf"^{name} must be "):
-            check_parameters(number, **_with(number, name, None))
+            check_parameters(number, _with(number, name, None))
 
 
 def _outside(entry) -> list:
@@ -151,18 +167,18 @@ def _outside(entry) -> list:
             continue
         if integer:
             out.append(bound + side)
-        elif (entry.min_open and side < 0) or (entry.max_open and side > 0):
+        elif entry.min_open and side < 0:
             out.append(float(bound))
         else:
             out.append(bound + side * 1e-9 * max(1.0, abs(bound)))
     if entry.kind in ("int", "real"):
         return out + ([math.nan] if entry.kind == "real" else [])
-    item = entry.examples[-1][0]
+    item = edges(entry)[-1][0]
     bad = [(v,) * max(1, entry.min_len) for v in out]
     if entry.kind == "labels":
         bad.append(("no such method",))
     if entry.min_len > 0:
-        bad.append(tuple(entry.examples[0][: entry.min_len - 1]))
+        bad.append(tuple(edges(entry)[0][: entry.min_len - 1]))
     if entry.distinct:
         bad.append((item,) * max(2, entry.min_len))
     return bad
@@ -170,11 +186,11 @@ def _outside(entry) -> list:
 
 @pytest.mark.parametrize(
     ("number", "name"),
-    [(n, p) for n, p in CASES if SCHEMAS[n][p].kind not in ("profile", "bool", "noise_pairs")],
+    [(n, p) for n, p in CASES if TABLES[n][p].kind not in ("profile", "bool", "noise_pairs")],
 )
 def test_the_examples_reach_the_edges_and_just_beyond_is_refused(number, name):
-    entry = SCHEMAS[number][name]
-    low, high = entry.examples[0], entry.examples[-1]
+    entry = TABLES[number][name]
+    low, high = edges(entry)
     if entry.kind in ("int", "real"):
         if entry.min is not None:
             assert low == entry.min or (entry.min_open and entry.min < low <= entry.min + 1e-3)
@@ -189,8 +205,12 @@ def test_the_examples_reach_the_edges_and_just_beyond_is_refused(number, name):
         if entry.max is not None and numbers:
             assert max(numbers) == entry.max
     for value in _outside(entry):
-        with pytest.raises(ValueError, match=rf"^{name} must be {re.escape(entry.rule)}") as error:
-            check_parameters(number, **_with(number, name, value))
+        if value == ("no such method",):  # a name is checked where every name is: check_choice
+            expected = rf"^{name}\[0\] must be one of \[.*\], got 'no such method'$"
+        else:
+            expected = rf"^{name} must be {re.escape(rule(entry))}"
+        with pytest.raises(ValueError, match=expected) as error:
+            check_parameters(number, _with(number, name, value))
         assert not isinstance(error.value, ArgumentTypeError), value
 
 
@@ -198,66 +218,86 @@ def test_profile_dependent_and_unknown_values_are_refused_with_the_allowed_ones(
     values = _with("07", "TRANSITION_SHOWN", (("symmetric", 0.4), ("asymmetric", 0.3)))
     smoke = r"the pairs of profile 'smoke' are \('symmetric', 0\.4\), \('asymmetric', 0\.4\)"
     with pytest.raises(ValueError, match=smoke + r"; \('asymmetric', 0\.3\) is not one of them"):
-        check_parameters("07", **{**values, "PROFILE": "smoke"})
-    check_parameters("07", **{**values, "PROFILE": "full"})  # 0.3 is one of full's rates
+        check_parameters("07", {**values, "PROFILE": "smoke"})
+    check_parameters("07", {**values, "PROFILE": "full"})  # 0.3 is one of full's rates
     kept = r"profile 'full' kept by RATES \(0\.2, 0\.4\) are \('symmetric', 0\.2\), "
     with pytest.raises(ValueError, match=kept + r".*\('asymmetric', 0\.3\) is not one of them"):
-        check_parameters("07", **{**values, "PROFILE": "full", "RATES": (0.2, 0.4)})
+        check_parameters("07", {**values, "PROFILE": "full", "RATES": (0.2, 0.4)})
     rates = _with("07", "RATES", (0.2,))  # quick's asymmetric table has 0.4 only
     with pytest.raises(ValueError, match=r"^RATES must be .*no asymmetric rate of the profile"):
-        check_parameters("07", **{**rates, "PROFILE": "quick"})
-    check_parameters("07", **{**rates, "PROFILE": "full"})
+        check_parameters("07", {**rates, "PROFILE": "quick"})
+    check_parameters("07", {**rates, "PROFILE": "full"})
     with pytest.raises(ValueError, match=r"TRANSITION_SHOWN must be .*1 pairs given"):
-        check_parameters("07", **_with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]]))
-    with pytest.raises(ValueError, match=r"^METHODS must be .*'CE\+FNPAL' is not one of \("):
-        check_parameters("00", **_with("00", "METHODS", ["CE", "CE+FNPAL"]))
+        check_parameters("07", _with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]]))
+    with pytest.raises(
+        ValueError, match=r"^METHODS\[1\] must be one of \['CE', .*got 'CE\+FNPAL'$"
+    ):
+        check_parameters("00", _with("00", "METHODS", ["CE", "CE+FNPAL"]))
     with pytest.raises(ValueError, match=r"^PROFILE must be None or \"smoke\""):
-        check_parameters("02", **_with("02", "PROFILE", "tiny"))
+        check_parameters("02", _with("02", "PROFILE", "tiny"))
     with pytest.raises(ValueError, match=r"^K_MAJOR must be an integer in \[2, 10\], got 1$"):
-        check_parameters("02", **_with("02", "K_MAJOR", 1))
+        check_parameters("02", _with("02", "K_MAJOR", 1))
+
+
+def test_noise_kinds_narrow_07s_tables_and_what_its_other_parameters_may_name():
+    from palviz.experiments.plan import experiment
+
+    values = {**defaults("07"), "PROFILE": "smoke", "NOISE_KINDS": ("asymmetric",)}
+    shown = (("symmetric", 0.4), ("asymmetric", 0.4))
+    of = r"the pairs of profile 'smoke' of NOISE_KINDS \('asymmetric',\) are \('asymmetric', 0\.4\)"
+    with pytest.raises(ValueError, match=of + r"; \('symmetric', 0\.4\) is not one of them"):
+        check_parameters("07", {**values, "TRANSITION_SHOWN": shown})
+    check_parameters("07", {**values, "TRANSITION_SHOWN": (shown[1],) * 2})
+    # quick's symmetric rates hold 0.2, its asymmetric ones (0.4) do not
+    check_parameters("07", {**values, "PROFILE": "quick", "NOISE_KINDS": ("symmetric",),
+                            "RATES": (0.2,)})  # fmt: skip
+    with pytest.raises(ValueError, match=r"^RATES must be .*no asymmetric rate of the profile"):
+        check_parameters("07", {**values, "PROFILE": "quick", "RATES": (0.2,)})
+    groups = experiment("07", "smoke", kinds=("symmetric",))
+    assert groups["mnist1d", "asymmetric"] == [] and groups["mnist1d", "symmetric"]
+    assert {s.noise_kind for s in groups["mnist1d", "symmetric"]} == {"symmetric"}
+    assert groups["mnist1d", "headline"] == experiment("07", "smoke")["mnist1d", "headline"]
 
 
 def test_a_ratio_below_1_a_string_or_a_repeat_is_refused_naming_ratios():
     rule = "None or a tuple of distinct numbers >= 1"
     for value, detail in (((0.5,), "; 0.5 is out of range"), ((10, 10.0), "; repeats found")):
         with pytest.raises(ValueError) as error:
-            check_parameters("06", **_with("06", "RATIOS", value))
+            check_parameters("06", _with("06", "RATIOS", value))
         assert str(error.value) == f"RATIOS must be {rule}{detail}, got {value!r}"
         assert not isinstance(error.value, ArgumentTypeError)
     for value in (0.5, "10", ("10",), (True,)):
         with pytest.raises(ArgumentTypeError) as error:
-            check_parameters("06", **_with("06", "RATIOS", value))
+            check_parameters("06", _with("06", "RATIOS", value))
         assert str(error.value) == f"RATIOS must be {rule}, got {value!r}"
-    checked = check_parameters("06", **_with("06", "RATIOS", [10, 2.5]))
+    checked = check_parameters("06", _with("06", "RATIOS", [10, 2.5]))
     assert checked["RATIOS"] == (10, 2.5)
 
 
 def test_lists_are_taken_for_tuples_and_returned_as_tuples():
-    checked = check_parameters("03", **_with("03", "WEIGHT_DECAYS", [0.0, 1e-3]))
+    checked = check_parameters("03", _with("03", "WEIGHT_DECAYS", [0.0, 1e-3]))
     assert checked["WEIGHT_DECAYS"] == (0.0, 1e-3)
-    checked = check_parameters("07", **_with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]] * 2))
+    checked = check_parameters("07", _with("07", "TRANSITION_SHOWN", [["symmetric", 0.4]] * 2))
     assert checked["TRANSITION_SHOWN"] == (("symmetric", 0.4), ("symmetric", 0.4))
 
 
-def test_unknown_and_missing_names_and_notebooks_are_errors():
-    with pytest.raises(ValueError, match=r"notebook 02 has no parameter \['K_MAJ'\]"):
-        check_parameters("02", **defaults("02"), K_MAJ=3)
+def test_missing_names_and_unknown_notebooks_are_errors():
     values = defaults("08")
     values.pop("UMAP_POINTS")
-    with pytest.raises(ValueError, match=r"\['UMAP_POINTS'\] were not passed"):
-        check_parameters("08_feature_geometry", **values)
+    with pytest.raises(ValueError, match=r"notebook 08: parameters \['UMAP_POINTS'\] are not set"):
+        check_parameters("08_feature_geometry", values)
     with pytest.raises(ValueError, match=r"notebook must be one of"):
-        check_parameters("99", PROFILE=None)
+        check_parameters("99", {"PROFILE": None})
 
 
-def test_a_wrong_type_is_reported_before_the_registry_is_imported():
+def test_a_wrong_type_is_reported_before_torch_is_imported():
     import subprocess
     import sys
 
     code = (
-        "import sys\nfrom palviz.experiments.params import check_parameters\n"
-        "try:\n    check_parameters('00', PROFILE=None, IMBALANCE_RATIO=100, SEED=0,"
-        " METHODS=('CE',), EPOCHS='3', LR=None, WEIGHT_DECAY=None, BATCH_SIZE=None)\n"
+        "import sys\nfrom palviz.parameters import check_parameters\n"
+        "try:\n    check_parameters('00', dict(PROFILE=None, IMBALANCE_RATIO=100, SEED=0,"
+        " METHODS=('CE',), EPOCHS='3', LR=None, WEIGHT_DECAY=None, BATCH_SIZE=None))\n"
         "except TypeError as e:\n    print(e)\nprint('torch' in sys.modules)"
     )
     out = subprocess.run(
@@ -282,12 +322,10 @@ def _for_papermill(value):
 
 
 def _parameters(number: str, case: str) -> dict:
-    schema = SCHEMAS[number]
-    if case == "low":
-        return {name: e.examples[0] for name, e in schema.items()}
-    if case == "high":
-        return {name: e.examples[-1] for name, e in schema.items()}
-    return {case: schema[case].wrong}
+    table = TABLES[number]
+    if case in ("low", "high"):
+        return {name: edges(p)[case == "high"] for name, p in table.items()}
+    return {case: wrong(table[case])}
 
 
 #: Each notebook runs at its low and at its high edges, and once with a value of the wrong type
@@ -295,8 +333,8 @@ def _parameters(number: str, case: str) -> dict:
 #: every other parameter reaches the same check is shown without a kernel: each is refused by
 #: check_parameters (test_every_example_passes_...), and the notebook's check cell passes every
 #: parameter by its name (test_the_check_comes_first_...).
-RUN_CASES = [(number, case) for number in sorted(SCHEMAS) for case in ("low", "high")] + [
-    (number, list(SCHEMAS[number])[-1]) for number in sorted(SCHEMAS)
+RUN_CASES = [(number, case) for number in sorted(TABLES) for case in ("low", "high")] + [
+    (number, list(TABLES[number])[-1]) for number in sorted(TABLES)
 ]
 
 
@@ -373,10 +411,10 @@ def test_notebook_runs_at_the_edges_and_stops_early_on_a_wrong_type(number, case
         assert error is None, f"{PATHS[number].name} with the {case} edges: {error}"
         return
     assert error is not None, f"{PATHS[number].name} ran to the end with a wrong {case}"
-    wrong = SCHEMAS[number][case].wrong
+    entry = TABLES[number][case]
     assert (error.ename, error.evalue) == (
         "ArgumentTypeError",
-        f"{case} must be {SCHEMAS[number][case].rule}, got {wrong!r}",
+        f"{case} must be {rule(entry)}, got {wrong(entry)!r}",
     )
     # the cell that calls check_parameters, one further down for papermill's injected cell
     assert error.cell_index == check_call(number)[0] + 1 <= 5  # the first cells, before any work

@@ -1,13 +1,13 @@
-"""``palviz report``: the measured blocks of docs/results.md are written from docs/results/,
-never typed; ``palviz figures`` leaves a timing record. No notebook runs here, nothing is
-trained."""
+"""``palviz report``: the result files of a profile are copied into docs/results/<profile>/,
+which docs/results.md includes as they are, and a fresh run is compared with them run by run;
+``palviz figures`` leaves a timing record. No notebook runs here, nothing is trained."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
-import shutil
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,24 +20,6 @@ from palviz.cpu import pin_label
 from palviz.experiments import report
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASURED = ("quick", "full")  # the profiles docs/results.md has a measured block for
-
-
-def _page(root: Path) -> Path:
-    """docs/results.md under ``root``, where the measured blocks live."""
-    return report.page_path(root)
-
-
-def _page_with_markers(root: Path, profiles=MEASURED) -> Path:
-    lines = ["# a project", "", "prose before", ""]
-    for profile in profiles:
-        start, end = report.block_markers(profile)
-        lines += [f"## {profile}", "", "words outside the block", "", start, end, ""]
-    lines += ["## after", "", "prose after", ""]
-    path = _page(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines))
-    return path
 
 
 def _claims_csv(figures: Path, monkeypatch) -> Path:
@@ -95,22 +77,17 @@ RESULTS_MD = (
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A tmp project root: docs/results.md with both blocks, figures/full/ with every kind of
-    result."""
+    """A tmp project root with figures/full/ holding every kind of result file."""
     monkeypatch.delenv("PALVIZ_ROOT", raising=False)
-    _page_with_markers(tmp_path)
+    (tmp_path / "docs").mkdir()
     figures = tmp_path / "figures"
     _claims_csv(figures, monkeypatch)
     source = figures / "full"
     (source / "timings.json").write_text(json.dumps(_timings()))
     (source / "06_long_tailed_results.md").write_text(RESULTS_MD)
+    (source / "06_long_tailed_claims.md").write_text("| claim | verdict |\n")
     (source / "06_long_tailed_per_class.png").write_bytes(b"not a result file")
     return tmp_path
-
-
-def _block(text: str, profile: str) -> str:
-    start, end = report.block_markers(profile)
-    return text[text.index(start) : text.index(end) + len(end)]
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -120,129 +97,48 @@ def _leftovers(folder: Path) -> list[str]:
 # --------------------------------------------------------------- the committed results page
 
 
-@pytest.mark.parametrize("profile", MEASURED)
-def test_block_is_what_report_writes_from_the_committed_results(profile):
-    assert report.PAGE == "docs/results.md"
-    diff = report.check_page(profile, root=ROOT)
-    assert diff == "", (
-        f"docs/results.md's block of {profile} is not what docs/results/{profile}/ gives; "
-        f"run `palviz report --profile {profile}` (do not edit it by hand):\n{diff}"
-    )
+def _included(page: Path) -> list[Path]:
+    """The files ``page`` includes with MyST's ``{include}`` and ``{literalinclude}``."""
+    found = re.findall(r"^```+\{(?:literal)?include\} (\S+)$", page.read_text(), re.MULTILINE)
+    return [page.parent / name for name in found]
 
 
-@pytest.mark.parametrize("profile", MEASURED)
-def test_a_hand_edit_of_a_block_is_caught(profile, tmp_path, monkeypatch, capsys):
-    page = _page(tmp_path)
-    page.parent.mkdir(parents=True)
-    shutil.copy(_page(ROOT), page)
-    if (ROOT / "docs" / "results").is_dir():
-        shutil.copytree(ROOT / "docs" / "results", tmp_path / "docs" / "results")
-    assert report.check_page(profile, root=tmp_path) == ""
-    text = page.read_text()
-    _, end = report.block_markers(profile)
-    page.write_text(text.replace(end, "| CE | 99.9 |  (typed by hand)\n" + end))
-    diff = report.check_page(profile, root=tmp_path)
-    assert "-| CE | 99.9 |  (typed by hand)" in diff
-    monkeypatch.setenv("PALVIZ_ROOT", str(tmp_path))
-    assert cli.main(["report", "--profile", profile, "--check"]) == 1
-    out, err = capsys.readouterr()
-    assert "(typed by hand)" in out and f"palviz report --profile {profile}" in err
-    assert "(typed by hand)" in page.read_text()  # --check wrote nothing
+def test_the_results_page_includes_each_committed_table_and_each_path_resolves():
+    page = ROOT / "docs" / "results.md"
+    included = _included(page)
+    assert included, "docs/results.md includes no result file"
+    missing = [str(p.relative_to(ROOT)) for p in included if not p.is_file()]
+    assert not missing, f"docs/results.md includes files that do not exist: {missing}"
+    for folder in sorted((ROOT / "docs" / "results").iterdir()):
+        if folder.is_dir():  # every table a notebook wrote, shown as it is
+            tables = sorted(folder.glob(report.RESULTS_GLOB))
+            assert set(tables) <= set(included), f"{folder.name}: {tables} not all included"
 
 
-def test_prose_outside_the_blocks_types_no_measurement():
-    text = _page(ROOT).read_text()
-    for profile in MEASURED:  # what the blocks hold is generated; the prose around them is not
-        text = text.replace(_block(text, profile), "")
+def test_the_results_page_and_the_readme_type_no_measurement():
+    text = (ROOT / "docs" / "results.md").read_text()
     readme = (ROOT / "README.md").read_text()
-    for profile in MEASURED:  # the README links to the page and holds no block of its own
-        assert not any(marker in readme for marker in report.block_markers(profile))
     for phrase in ("Two fresh clones reproduced", "99.3-100 %", "79.7 %", "69.8 %", "637 s"):
         assert phrase not in text and phrase not in readme
 
 
-# ------------------------------------------------------------------- rendering, copying
+# ------------------------------------------------------------------------------ copying
 
 
-def test_report_copies_the_results_and_writes_the_block_from_the_copies(project):
+def test_report_copies_the_result_files_and_nothing_else(project):
     copies = report.collect_results("full", root=project)
     target = project / "docs" / "results" / "full"
+    assert target == report.results_dir("full", root=project)
     assert [p.name for p in copies] == [
         "claims.csv",
         "timings.json",
+        "06_long_tailed_claims.md",
         "06_long_tailed_results.md",
     ]
     assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in copies)
-    assert report.write_page("full", root=project) is True
-    assert report.write_page("full", root=project) is False
-    text = _page(project).read_text()
-    block = _block(text, "full")
-
-    from palviz.experiments.claims import read_claims_file
-    from palviz.experiments.claims_table import claims_explanation, claims_markdown
-
-    rows = read_claims_file(target / "claims.csv")
-    table = claims_markdown(rows).rstrip("\n")
-    assert table in block
-    assert claims_explanation(rows).rstrip("\n") in block  # how to read it, generated
-    for epoch in ("last", "best"):  # both epochs, both p-values (in the folded table)
-        for name in ("p (t)", "p (sign-flip)"):
-            assert f"{epoch}: {name}" in block
-    assert "difference [95 % CI], last epoch" in block and "best: verdict" in block
-    assert "The verdicts rest on p (t)" in block and "0.25 for 3 pairs here" in block
-    assert "| CE | 75.4 +- 1.7 |" in block and "\n### A heading\n" in block
-    for words in (
-        "`palviz figures --profile full` on 2030-01-02 (UTC), cold",
-        "3 of the 10 runs the notebooks ask for were missing",
-        "in one pool, in 123 s (2.1 min)",
-        "**180 s (3.0 min)** in all",
-        "2 CPU cores, device `cpu`, torch 9.9.9",
-        "`00_tour` 5.2 s, `06_long_tailed` 42.0 s",
-        "2 at a time",
-    ):
-        assert words in block, words
-    assert "words outside the block" in text and "prose after" in text
-    assert _block(text, "quick") == "\n".join(report.block_markers("quick"))  # left alone
-    assert report.check_page("full", root=project) == ""
+    for path in copies:
+        assert path.read_bytes() == (project / "figures" / "full" / path.name).read_bytes()
     assert _leftovers(project) == []
-
-
-def test_the_block_reads_docs_results_only_never_figures(project):
-    report.collect_results("full", root=project)
-    report.write_page("full", root=project)
-    source = project / "figures" / "full"
-    (source / "06_long_tailed_results.md").write_text("| CE | 12.3 |\n")
-    (source / "timings.json").unlink()
-    assert report.check_page("full", root=project) == ""  # figures/ changed; docs/ did not
-    (project / "docs" / "results" / "full" / "06_long_tailed_results.md").write_text("| x |\n")
-    assert "+| x |" in report.check_page("full", root=project)
-
-
-def test_unmeasured_profile_says_so_and_names_the_two_commands(tmp_path):
-    _page_with_markers(tmp_path)
-    block = report.render_block("full", root=tmp_path)
-    assert "Not measured in this checkout" in block
-    assert "`palviz figures --profile full`" in block
-    assert "`palviz report --profile full`" in block
-    assert "`figures/full/`" in block
-    assert not any(ch.isdigit() for ch in block)
-    assert "`figures/`" in report.render_block("quick", root=tmp_path)
-
-
-def test_missing_files_are_named_and_the_rest_rendered(project):
-    report.collect_results("full", root=project)
-    target = project / "docs" / "results" / "full"
-    (target / "timings.json").unlink()
-    (target / "06_long_tailed_results.md").unlink()
-    block = report.render_block("full", root=project)
-    assert "not recorded (no `timings.json` in `docs/results/full/`)" in block
-    assert "none (no `NN_*_results.md`" in block
-    assert "The papers' claims" in block and "PAL improves CE" in block
-    (target / "claims.csv").unlink()
-    (target / "07_noisy_labels_results.md").write_text("| sym 0.4 |\n")
-    block = report.render_block("full", root=project)
-    assert "not recorded (no `claims.csv`" in block
-    assert "Result tables of notebook 07" in block and "| sym 0.4 |" in block
 
 
 def test_collect_mirrors_the_last_run_and_keeps_docs_when_figures_are_empty(project):
@@ -259,118 +155,36 @@ def test_collect_mirrors_the_last_run_and_keeps_docs_when_figures_are_empty(proj
     assert (target / "claims.csv").exists()
 
 
-def test_timings_sentences_warm_and_only():
-    text = report.render_timings(
-        _timings(cold=False, runs_trained=0, training_seconds=0.0, jobs=1, only=["06", "07"])
-    )
-    assert "warm: all 10 runs the notebooks ask for were in the run cache" in text
-    assert "ran one at a time" in text
-    assert "--only 06 07" in text and "Only notebooks 06, 07 were executed" in text
-    text = report.render_timings(_timings(cold=False, runs_trained=0, runs_planned=0))
-    assert "the notebooks selected train nothing" in text
-    text = report.render_timings(_timings(runs_trained=1, runs_planned=1))
-    assert "1 of the 1 run the notebooks ask for was missing" in text
-
-
-# ------------------------------------------------------------------------------- errors
-
-
-def test_unknown_profile_is_refused_with_the_profiles():
-    with pytest.raises(report.ReportError, match="unknown profile 'huge'.*smoke, quick, full"):
-        report.render_block("huge")
-    with pytest.raises(SystemExit):
-        cli.main(["report", "--profile", "huge"])
-
-
-def test_page_without_markers_names_the_lines_to_add(tmp_path, monkeypatch, capsys):
-    _page(tmp_path).parent.mkdir(parents=True)
-    _page(tmp_path).write_text("# a page without blocks\n")
-    with pytest.raises(report.ReportError) as err:
-        report.check_page("full", root=tmp_path)
-    start, end = report.block_markers("full")
-    assert start in str(err.value) and end in str(err.value)
-    assert start == "<!-- measured: full (palviz report --profile full) -->"
-    assert end == "<!-- end measured: full -->"
-    monkeypatch.setenv("PALVIZ_ROOT", str(tmp_path))
-    monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
-    (tmp_path / "figures" / "full").mkdir(parents=True)
-    (tmp_path / "figures" / "full" / "timings.json").write_text(json.dumps(_timings()))
-    assert cli.main(["report", "--profile", "full"]) == 2
-    assert start in capsys.readouterr().err
-    assert not (tmp_path / "docs" / "results").exists()  # nothing copied before the check
-
-
-def test_markers_twice_or_reversed_are_refused(tmp_path):
-    start, end = report.block_markers("full")
-    _page(tmp_path).parent.mkdir(parents=True)
-    for text in (f"{start}\n{end}\n{start}\n{end}\n", f"{end}\n{start}\n"):
-        _page(tmp_path).write_text(text)
-        with pytest.raises(report.ReportError, match="once"):
-            report.check_page("full", root=tmp_path)
-
-
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ("{not json", "not a readable timing record"),
-        ("[1, 2]", "expected a JSON object"),
-        (json.dumps({"profile": "full"}), "no \\['date_utc'"),
-        (json.dumps(_timings(profile="quick")), "records profile 'quick', not 'full'"),
-    ],
-)
-def test_bad_timing_records_are_refused_naming_the_file(tmp_path, content, message):
-    _page_with_markers(tmp_path)
-    target = tmp_path / "docs" / "results" / "full"
-    target.mkdir(parents=True)
-    (target / "timings.json").write_text(content)
-    with pytest.raises(report.ReportError, match=message) as err:
-        report.render_block("full", root=tmp_path)
-    assert "timings.json" in str(err.value)
-
-
-# ------------------------------------------------------------------------------ atomicity
-
-
-def test_a_failed_page_write_leaves_the_old_page_and_no_temp_file(project, monkeypatch):
-    from palviz import files
-
-    report.collect_results("full", root=project)
-    before = _page(project).read_text()
-
-    def broken_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(files.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        report.write_page("full", root=project)
-    assert _page(project).read_text() == before
-    assert _leftovers(project) == []
-
-
 # ------------------------------------------------------------------ the palviz command
 
 
-def test_report_command_copies_writes_checks_and_refreshes_the_gallery(
+def test_unknown_profile_is_refused_with_the_profiles(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["report", "--profile", "huge"])
+    assert "--profile must be one of ['smoke', 'quick', 'full', 'paper'], got 'huge'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_report_command_copies_and_refreshes_the_gallery_of_quick_only(
     project, monkeypatch, capsys
 ):
     monkeypatch.setenv("PALVIZ_ROOT", str(project))
     monkeypatch.delenv("PALVIZ_FIGURES")
     galleries = []
     monkeypatch.setattr(cli, "cmd_gallery", lambda args: galleries.append(args.profile) or 0)
-    assert cli.main(["report", "--profile", "full", "--check"]) == 1  # not written yet
-    assert not (project / "docs" / "results").exists()
     assert cli.main(["report", "--profile", "full"]) == 0
     assert (project / "docs" / "results" / "full" / "claims.csv").exists()
+    assert "docs/results/full/timings.json" in capsys.readouterr().out
     assert galleries == []  # the gallery shows quick's figures only
-    assert cli.main(["report", "--profile", "full", "--check"]) == 0
-    assert "up to date" in capsys.readouterr().out
-
+    assert cli.main(["report", "--profile", "quick"]) == 2  # figures/ holds no file of quick
+    assert "run `palviz figures --profile quick` first" in capsys.readouterr().err
+    assert not (project / "docs" / "results" / "quick").exists() and galleries == []
     quick = project / "figures"
     (quick / "timings.json").write_text(json.dumps(_timings(profile="quick")))
     assert cli.main(["report", "--profile", "quick"]) == 0
     assert galleries == ["quick"]
-    assert "2030-01-02" in _block(_page(project).read_text(), "quick")
-    assert cli.main(["report", "--profile", "quick", "--check"]) == 0
+    assert (project / "docs" / "results" / "quick" / "timings.json").exists()
 
 
 # ------------------------------------------------------------- figures' timing record
@@ -389,7 +203,7 @@ def _fake_figures(monkeypatch, tmp_path, training, times):
 def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     seen = {}
 
-    def run(selected, profile, out_dir, jobs):
+    def run(selected, profile, out_dir, jobs, *_):
         seen["jobs"] = jobs
         return {p.stem: 1.25 * (i + 1) for i, p in enumerate(selected)}
 
@@ -399,14 +213,11 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     # no temp file left; runs.csv lists the planned runs that are cached (none here)
     assert sorted(p.name for p in folder.iterdir()) == ["runs.csv", "timings.json"]
     record = json.loads((folder / "timings.json").read_text())
-    assert set(record) == set(report.TIMING_KEYS) | {"matmul_gflops", "cpu"}
+    assert set(record) == set(_timings()) | {"matmul_gflops", "cpu", "kept"}
+    assert record["kept"] == []  # nothing ran before: every notebook ran
     assert record["cpu"]["pin"] == pin_label() and record["cpu"]["numpy"] == np.__version__
-    assert f"CPU: {record['cpu']['cpu_model']}" in report.render_timings(record)
     before, after = record["matmul_gflops"]  # measured around the run, one thread
     assert before > 0 and after > 0
-    assert f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it" in (
-        report.render_timings(record)
-    )
     assert record["profile"] == "smoke" and record["only"] == ["00", "06"]
     assert record["cold"] is True
     assert (record["runs_trained"], record["runs_planned"]) == (3, 10)
@@ -416,7 +227,6 @@ def test_figures_writes_its_timing_record_atomically(monkeypatch, tmp_path):
     assert record["total_seconds"] >= 0 and record["cpu_count"] == os.cpu_count()
     assert record["device"] == cli_figures.device_name() and record["torch_version"]
     assert record["date_utc"].endswith("Z")
-    assert "warm" not in report.render_timings({**record, "profile": "smoke"})
 
 
 def test_a_warm_run_is_recorded_as_warm_and_a_failed_run_writes_no_record(monkeypatch, tmp_path):

@@ -90,7 +90,7 @@ def test_run_spec_round_trips_through_json():
         RunSpec.from_dict({**small_spec().to_dict(), "colour": "red"})
 
 
-# ----------------------------------------------------------------- placement, lock rule
+# ----------------------------------------------------------------- placement, locks
 
 
 def test_gpu_slots_are_round_robin():
@@ -116,35 +116,33 @@ def test_a_worker_sees_only_its_own_gpu(monkeypatch):
     monkeypatch.delenv("PALVIZ_WORKER_SLOT")
 
 
-def test_stale_lock_rule():
-    host = "node1"
-    alive = {7: True, 8: False}.get
-    fresh = {"pid": 7, "host": host}
-    assert locks.stale_reason(fresh, 5, host=host, limit=60, alive=alive) is None
-    dead = {"pid": 8, "host": host}
-    assert "is gone" in locks.stale_reason(dead, 5, host=host, limit=60, alive=alive)
-    # a pid on another host cannot be probed: only the heartbeat counts
-    other = {"pid": 8, "host": "node2"}
-    assert locks.stale_reason(other, 5, host=host, limit=60, alive=alive) is None
-    assert "no heartbeat" in locks.stale_reason(other, 61, host=host, limit=60, alive=alive)
-    assert locks.heartbeat_seconds(600) == 30 and locks.heartbeat_seconds(2) == 0.2
+HOLDER = """
+import sys, time
+from palviz.experiments.locks import RunLock
+lock = RunLock(sys.argv[1], sys.argv[2])  # kept: filelock releases a collected lock
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
 
 
-def test_a_dead_owners_soft_lock_is_taken_over(runs, monkeypatch):
-    monkeypatch.setenv("PALVIZ_LOCK", "soft")
-    spec = small_spec()
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    lock_dir = runs / ".locks"
-    lock_dir.mkdir(parents=True)
-    (lock_dir / f"{spec.key()}.lock").write_text("")
-    (lock_dir / f"{spec.key()}.owner").write_text(
-        json.dumps({"pid": gone.pid, "host": locks.RunLock(runs, "x").host, "time": 0})
+def test_one_process_holds_a_runs_lock_until_it_dies(runs):
+    key = "k" * 16
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(runs), key],
+        env=subprocess_env(runs),
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    with pytest.warns(RuntimeWarning, match=f"taking over the lock of run {spec.key()}"):
-        result = ex.run(spec)
-    assert result.metrics["key"] == spec.key()
-    assert not (lock_dir / f"{spec.key()}.lock").exists()  # released
+    waiter = locks.RunLock(runs, key, poll=0.05)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert waiter.acquire(done=lambda: True) is False  # gave up: the other process holds it
+    finally:
+        holder.kill()  # SIGKILL: the holder never releases it itself
+        holder.wait()
+    assert waiter.acquire(done=lambda: True) is True
+    waiter.release()
 
 
 # ----------------------------------------------------------------- broken entries
@@ -339,3 +337,21 @@ def test_resnet32_memory_estimate_is_reported():
     sizes = cluster.activation_bytes(make_model("resnet32", 10), (3, 32, 32), 128)
     assert 1.5e6 < sizes["parameters"] < 2.5e6  # 0.46 M float32 parameters
     assert 2e8 < sizes["activations"] < 6e8
+
+
+def test_a_pool_takes_the_runs_with_most_steps_first():
+    from palviz.experiments.budget import steps_per_run
+    from palviz.experiments.cluster import longest_first
+    from palviz.experiments.runcache import RunSpec
+
+    def spec(epochs, ratio):
+        train = {"epochs": epochs, "progress": False}
+        return RunSpec(
+            dataset="mnist1d", arch="cnn1d", loss="ce", imbalance_ratio=ratio, train=train
+        )
+
+    todo = {"short": spec(2, 100), "long": spec(9, 1), "mid": spec(9, 100), "tie": spec(2, 100)}
+    order = list(longest_first(todo))
+    assert order == ["long", "mid", "short", "tie"]  # most steps first, ties as given
+    steps = [steps_per_run(todo[k]) for k in order]
+    assert steps == sorted(steps, reverse=True) and steps[0] > steps[1] > steps[2]

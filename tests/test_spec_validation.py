@@ -32,8 +32,6 @@ BAD = [
     ({"dataset": "digits"}, "RunSpec.arch", ["'cnn1d' cannot read", "[N, 1, 8, 8]"], ValueError),
     ({"loss": "ldma", "loss_kw": {}}, "RunSpec.loss", ["ldam", "elm", "ce"], ValueError),
     ({"loss_kw": {"max_mm": 0.5}}, "RunSpec.loss_kw", ["max_mm", "max_m", "allowed"], ValueError),
-    ({"loss_kw": {"max_m": -1}}, "RunSpec.loss_kw", ["ldam", "max_m must be > 0"], ValueError),
-    ({"loss_kw": {"max_m": "big"}}, "RunSpec.loss_kw", ["real number"], TypeError),
     ({"loss_kw": [0.5]}, "RunSpec.loss_kw", ["a dict"], TypeError),
     ({"loss": "ce", "loss_kw": {"num_classes": 3}}, "RunSpec.loss_kw", ["weight"], ValueError),
     ({"head": "anchord"}, "RunSpec.head", ["linear", "cosine", "anchored"], ValueError),
@@ -113,6 +111,15 @@ def test_replace_checks_the_changed_fields_too(changes, field, allowed, kind):
         spec.replace(**changes)
     with pytest.raises(kind):
         dataclasses.replace(spec, **changes)
+
+
+def test_a_spec_builds_nothing_and_the_loss_checks_its_values_when_the_run_builds_it():
+    spec = RunSpec(**{**BASE, "loss_kw": {"max_m": -1}})  # the names are LDAMLoss's arguments
+    with pytest.raises(ValueError, match=r"^max_m must be > 0, got -1$"):
+        runcache.build_loss(spec, [10] * 10, 10)
+    spec = RunSpec(**{**BASE, "loss_kw": {"max_m": "big"}})
+    with pytest.raises(TypeError, match="max_m"):
+        runcache.build_loss(spec, [10] * 10, 10)
 
 
 def test_the_messages_follow_the_project_form():

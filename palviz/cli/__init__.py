@@ -3,14 +3,14 @@
 ::
 
     palviz figures [--profile smoke|quick|full|paper] [--only 00 06 ...] [--jobs N] [--download]
+                   [--rerun]
     palviz runs [--clear] [--keys KEY ...] [--check [--fix]]
     palviz plan [--profile paper] [--only 06 07] [--missing] [--jsonl FILE [--sbatch SCRIPT]]
-                [--estimate FILE]
     palviz train SPECFILE [--index I]
     palviz sweep [--profile paper] [--only 06] --executor local|slurm|submitit-local [...]
     palviz download {mnist,cifar10,cifar100} [...]
     palviz gallery [--profile quick]
-    palviz report [--profile quick] [--check | --compare]
+    palviz report [--profile quick] [--compare]
 
 A command with ``--profile`` reads ``$PALVIZ_PROFILE`` when it is not given (else ``quick``);
 an unknown profile, from either, stops it before any work (:func:`parse_args`).
@@ -21,8 +21,11 @@ machine with two cores or more (``--jobs``), in ``notebooks/`` as JupyterLab wou
 their figures in ``figures/`` and writes executed copies to ``build/<profile>/``, then builds
 the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz.book`).
 Training results come from the run cache (``runs/``), so a second ``figures`` only
-re-renders. Before anything starts it checks the downloaded datasets that the
-planned runs read (:func:`palviz.cli.figures.data_refusal`).
+re-renders, and it keeps the pages and files of a notebook whose inputs have not changed since
+its last good run (the notebook, the package, the installed libraries, the environment, the
+runs it reads: :func:`palviz.cli.figures.notebook_inputs`); ``--rerun`` runs every one.
+Before anything starts it checks the downloaded datasets that the planned runs read
+(:func:`palviz.cli.figures.data_refusal`).
 
 ``plan`` lists the runs the selected notebooks will ask for (from :mod:`palviz.experiments.plan`,
 without data, a GPU or the notebook files, from any folder) and writes them as JSON lines, and with
@@ -34,10 +37,9 @@ this machine; see docs/cluster.md).
 A successful ``figures`` run also writes ``timings.json`` beside the figures (what trained,
 seconds per notebook, the machine, its CPU pin) and ``runs.csv`` (each run's key and
 accuracies, every digit). ``report`` copies the profile's result files (``claims.csv``,
-``timings.json``, ``runs.csv``, ``NN_*_results.md``) into ``docs/results/<profile>/`` and
-rewrites the measured block of that profile in docs/results.md from them
-(:mod:`palviz.experiments.report`); ``report --check`` only compares the block, ``report
---compare`` the last run's result files with the committed ones, run by run.
+``timings.json``, ``runs.csv``, the notebooks' ``NN_*.md``) into ``docs/results/<profile>/``,
+which docs/results.md includes (:mod:`palviz.experiments.report`); ``report --compare``
+compares the last run's result files with the committed ones, run by run.
 
 Ctrl-C (SIGINT) or SIGTERM stops any command at once: queued runs are cancelled, training
 processes and notebook kernels are ended, one line says how many of the runs asked for are
@@ -89,59 +91,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
 
     if getattr(args, "action", None) in ("pack", "unpack"):
-        from palviz.experiments import pack, unpack
-
-        try:
-            if args.action == "unpack":
-                done = unpack.unpack(args.file, force=args.force)
-            else:
-                selected = notebooks(args.only)
-                numbers = [p.name[:2] for p in selected]
-                rows = planned_runs(selected, args.profile)
-                target = args.output or pack.default_name(args.profile)
-                done = pack.pack(
-                    target,
-                    rows,
-                    profile=args.profile,
-                    notebooks=numbers,
-                    with_checkpoints=args.with_checkpoints,
-                )
-        except unpack.PackError as err:
-            if args.action == "unpack":
-                print(
-                    f"palviz runs unpack: {args.file}: {err}; refused, nothing was written "
-                    "to the run cache",
-                    file=sys.stderr,
-                )
-            else:
-                print(f"palviz runs pack: {err}; no archive written", file=sys.stderr)
-            return 2
-        missing = done.manifest["missing"]
-        if missing:
-            shown = "\n".join(
-                f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
-                for m in missing[:20]
-            )
-            more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
-            print(
-                f"warning: {len(missing)} planned run(s) of profile "
-                f"{done.manifest['profile']!r} are not in the archive (not cached when it "
-                f"was packed); `palviz figures` would train them:\n{shown}{more}",
-                file=sys.stderr,
-            )
-        if args.action == "unpack":
-            print(
-                f"unpacked {args.file}: {len(done.added)} run(s) added, "
-                f"{len(done.identical)} already cached (identical), {len(done.replaced)} "
-                f"replaced; profile {done.manifest['profile']!r}"
-            )
-        else:
-            what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
-            print(
-                f"packed {len(done.runs)} run(s) of profile {args.profile!r} ({what}) into "
-                f"{done.path}, {done.bytes / 1e6:.1f} MB"
-            )
-        return 0
+        return cmd_pack(args)
     if args.check:
         return cmd_check(args)
     if args.clear:
@@ -166,6 +116,62 @@ def cmd_runs(args: argparse.Namespace) -> int:
 NOTHING_TO_RESUME = "(nothing to resume: no checkpoint)"
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    """``palviz runs pack`` and ``palviz runs unpack``."""
+    from palviz.experiments import pack
+
+    try:
+        if args.action == "unpack":
+            done = pack.unpack(args.file, force=args.force)
+            manifest = done.manifest
+        else:
+            selected = notebooks(args.only)
+            rows = planned_runs(selected, args.profile)
+            target = Path(args.output or pack.default_name(args.profile))
+            manifest = pack.pack(
+                target,
+                rows,
+                profile=args.profile,
+                notebooks=[p.name[:2] for p in selected],
+                with_checkpoints=args.with_checkpoints,
+            )
+    except pack.PackError as err:
+        unpacking = args.action == "unpack"
+        nothing = "nothing was added to the run cache" if unpacking else "no archive written"
+        print(f"palviz runs {args.action}: {err}; {nothing}", file=sys.stderr)
+        return 2
+    missing = manifest["missing"]
+    if missing:
+        shown = "\n".join(
+            f"  {m['key']}  {m['label'][:22]:22} notebooks {' '.join(m['notebooks'])}"
+            for m in missing[:20]
+        )
+        more = f"\n  ... and {len(missing) - 20} more" if len(missing) > 20 else ""
+        print(
+            f"warning: {len(missing)} planned run(s) of profile "
+            f"{manifest['profile']!r} are not in the archive (not cached when it "
+            f"was packed); `palviz figures` would train them:\n{shown}{more}",
+            file=sys.stderr,
+        )
+    if args.action == "pack":
+        what = "with checkpoints" if args.with_checkpoints else "checkpoints left out"
+        print(
+            f"packed {len(manifest['runs'])} run(s) of profile {args.profile!r} ({what}) "
+            f"into {target}, {target.stat().st_size / 1e6:.1f} MB"
+        )
+        return 0
+    kept = " (--force replaces them)" if done.kept else ""
+    print(
+        f"unpacked {args.file}: {len(done.added)} run(s) added, {len(done.kept)} already "
+        f"cached and kept{kept}, {len(done.replaced)} replaced; profile "
+        f"{manifest['profile']!r}"
+    )
+    if not done.check:
+        return 0
+    print(f"checking the {len(done.check)} run(s) it added (palviz runs --check):")
+    return report_check(done.check, fix=False)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from palviz.experiments.cachedir import check_runs
 
@@ -173,6 +179,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not rows:
         print("no cached runs")
         return 0
+    return report_check(rows, fix=args.fix)
+
+
+def report_check(rows: list[dict], *, fix: bool) -> int:
+    """Print the rows of :func:`~palviz.experiments.cachedir.check_runs` that are not ok and
+    the counts; 1 when an entry is broken (and ``fix`` did not move it aside)."""
     for r in rows:
         if r["status"] != "ok":
             problem = r["problem"] or ("" if r.get("resumable", True) else NOTHING_TO_RESUME)
@@ -182,15 +194,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "broken")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
     empty = [r for r in rows if r.get("resumable") is False and not r.get("removed")]
-    if counts["broken"] and not args.fix:
+    if counts["broken"] and not fix:
         print("move the broken entries aside (to runs/.broken/) with: palviz runs --check --fix")
     if empty:
         print(
             f"{len(empty)} unfinished entr{'y' if len(empty) == 1 else 'ies'} "
             f"{NOTHING_TO_RESUME}"
-            + (": being trained now" if args.fix else "; remove with: palviz runs --check --fix")
+            + (": being trained now" if fix else "; remove with: palviz runs --check --fix")
         )
-    return 1 if counts["broken"] and not args.fix else 0
+    return 1 if counts["broken"] and not fix else 0
 
 
 def _slurm_extras(extra: list[str]) -> dict:
@@ -226,71 +238,33 @@ def cmd_gallery(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Copy the profile's result files into docs/results/<profile>/ and rewrite its block of
-    docs/results.md from them (for ``quick`` also the gallery); ``--check``: only compare."""
+    """Copy the profile's result files into docs/results/<profile>/ (for ``quick`` also the
+    gallery); ``--compare``: compare the last run's result files with the committed ones."""
     from palviz.experiments import report
 
-    try:
-        if args.compare:
-            equal, text = report.compare_runs(
-                figures_dir(args.profile), report.results_dir(args.profile)
-            )
-            print(text, end="")
-            print(f"{args.profile}: results {'unchanged' if equal else 'CHANGED'}")
-            return 0 if equal else 1
-        if args.check:
-            diff = report.check_page(args.profile)
-            if diff:
-                print(diff, end="")
-                print(
-                    f"docs/results.md's measured block of {args.profile} differs from what "
-                    f"docs/results/{args.profile}/ gives; rewrite it with: "
-                    f"palviz report --profile {args.profile}",
-                    file=sys.stderr,
-                )
-                return 1
-            print(f"docs/results.md's measured block of {args.profile} is up to date")
-            return 0
-        report.require_markers(args.profile)  # before anything is copied
-        copies = report.collect_results(args.profile)
-        source = figures_dir(args.profile)
-        if copies:
-            for path in copies:
-                print(f"{path.relative_to(project_root())}  (from {source})")
-        else:
-            print(
-                f"no result files in {source} (run `palviz figures --profile {args.profile}` "
-                f"first); writing the block from docs/results/{args.profile}/ as it is"
-            )
-        changed = report.write_page(args.profile)
-    except report.ReportError as err:
-        print(f"palviz report: {err}", file=sys.stderr)
+    source = figures_dir(args.profile)
+    if args.compare:
+        equal, text = report.compare_runs(source, report.results_dir(args.profile))
+        print(text, end="")
+        print(f"{args.profile}: results {'unchanged' if equal else 'CHANGED'}")
+        return 0 if equal else 1
+    copies = report.collect_results(args.profile)
+    if not copies:
+        print(
+            f"palviz report: no result files in {source}; run `palviz figures --profile "
+            f"{args.profile}` first",
+            file=sys.stderr,
+        )
         return 2
-    print(
-        f"docs/results.md: measured block of {args.profile}"
-        f" {'rewritten' if changed else 'unchanged'}"
-    )
-    if args.profile == "quick" and copies:
-        return cmd_gallery(args)
-    return 0
+    for path in copies:
+        print(f"{path.relative_to(project_root())}  (from {source})")
+    return cmd_gallery(args) if args.profile == "quick" else 0
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    """Print the method tables of the loss registry, or write them (and the departures from
-    the reference code, :data:`palviz.experiments.departures.DEPARTURES`) into docs/reference.md
-    and docs/departures.md."""
-    from palviz.experiments import departures, methods
+    """Print the method tables of the loss registry."""
+    from palviz.experiments import methods
 
-    if args.write_docs:
-        path = project_root() / "docs" / "reference.md"
-        up_to_date = methods.write_method_tables(path, check=True)
-        methods.write_method_tables(path)
-        print(f"{path}: {'already up to date' if up_to_date else 'method tables rewritten'}")
-        current = departures.write_departures(check=True)
-        departures.write_departures()
-        state = "already up to date" if current else "rewritten"
-        print(f"departures: {state} in {path}, {path.with_name('departures.md')}")
-        return 0
     for task in (args.task,) if args.task else methods.TASKS:
         print(f"{task} methods (palviz.experiments.methods):\n")
         print(methods.method_table(task))
@@ -320,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs", type=int, help="notebooks executed at once (default: 2, or 1 on one core)"
     )
+    p.add_argument(
+        "--rerun", action="store_true", help="run every notebook, also those with unchanged inputs"
+    )
     p.set_defaults(func=cmd_figures)
     p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")
     p.add_argument("--clear", action="store_true")
@@ -333,19 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
     a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
-    a = actions.add_parser("unpack", help="verify an archive of `runs pack`, add it to the cache")
+    a = actions.add_parser("unpack", help="add the runs of a `runs pack` archive to the cache")
     a.add_argument("file", metavar="FILE")
-    a.add_argument("--force", action="store_true", help="replace cached runs that differ")
+    a.add_argument("--force", action="store_true", help="replace the runs already cached")
     p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
     add_profile_option(p)
     p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
     p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    p.add_argument("--methods", nargs="+", metavar="LABEL", help="METHODS of 00, 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
-    p.add_argument(
-        "--estimate", metavar="FILE", help="GPU-hours of the runs from a bench_gpu.py JSON"
-    )
-    p.add_argument("--gpus", type=int, metavar="N", help="with --estimate: GPUs (default 1)")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
     p.set_defaults(func=cmd_plan)
     p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
@@ -361,16 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
     p.add_argument("--slurm-partition", help="Slurm: the partition (default: Slurm's)")
     p.add_argument("--slurm-time", type=int, help=f"Slurm: minutes per job ({SLURM_MINUTES})")
-    p.add_argument(
-        "--gpus-per-job", type=int, help="Slurm: default 1 if the partition has GPUs, else 0"
-    )
+    p.add_argument("--gpus-per-job", type=int, help="Slurm: GPUs per job (default 0)")
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
     p.set_defaults(func=cmd_sweep)
     p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
     p.add_argument("--task", choices=("long_tailed", "noisy"))
-    p.add_argument("--write-docs", action="store_true", help="rewrite docs/reference.md's tables")
     p.set_defaults(func=cmd_methods)
     p = sub.add_parser("download", help="fetch datasets for the paper profile")
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
@@ -378,9 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
     add_profile_option(p)
     p.set_defaults(func=cmd_gallery)
-    p = sub.add_parser("report", help="write docs/results.md's measured results from result files")
+    p = sub.add_parser("report", help="copy the result files into docs/results/<profile>/")
     add_profile_option(p)
-    p.add_argument("--check", action="store_true", help="write nothing; fail if out of date")
     p.add_argument(
         "--compare",
         action="store_true",

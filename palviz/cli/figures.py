@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from palviz.cli.reuse import kept_times, notebook_inputs, unchanged
 from palviz.cli.sweep import planned_runs
 from palviz.files import (
     PROFILES,
@@ -129,7 +130,13 @@ def _client_class():
     return WatchedClient
 
 
-def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | None = None) -> float:
+def execute_notebook(
+    path: Path,
+    profile: str,
+    out_dir: Path,
+    timeout: int | None = None,
+    inputs: str | None = None,
+) -> float:
     """Run one notebook top to bottom with ``PALVIZ_PROFILE=profile``, in its folder as
     JupyterLab would; returns the seconds it took.
 
@@ -148,7 +155,7 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | Non
     start = time.perf_counter()
     for attempt in (1, 2):
         try:
-            _execute_once(path, profile, out_dir, timeout)
+            _execute_once(path, profile, out_dir, timeout, inputs)
             break
         except ReplyLost as lost:
             if attempt == 2:
@@ -157,9 +164,12 @@ def execute_notebook(path: Path, profile: str, out_dir: Path, timeout: int | Non
     return time.perf_counter() - start
 
 
-def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None:
+def _execute_once(
+    path: Path, profile: str, out_dir: Path, timeout: int, inputs: str | None = None
+) -> None:
     """One try of :func:`execute_notebook`; a lost reply is a :class:`ReplyLost` whose cause
-    is the :class:`palviz.book.NotebookFailed` (the failure already recorded)."""
+    is the :class:`palviz.book.NotebookFailed` (the failure already recorded). ``inputs``
+    (:func:`notebook_inputs`) is recorded beside the executed copy, with the files it wrote."""
     import nbformat
 
     from palviz import book
@@ -182,8 +192,11 @@ def _execute_once(path: Path, profile: str, out_dir: Path, timeout: int) -> None
                 )
                 client.execute(env={**kernel_environment(profile), "PALVIZ_FIGURES": str(stage)})
             replace_in_outputs(nb, *shown)
+            files = sorted(f.relative_to(stage).as_posix() for f in stage.rglob("*") if f.is_file())
             publish(stage, figures_base(), CLAIMS_MERGE)
             book.write_copy(nb, out_dir, path.stem, profile)
+            if inputs is not None:
+                write_json(out_dir / f"{path.stem}.inputs.json", {"inputs": inputs, "files": files})
         except Exception as err:
             replace_in_outputs(nb, *shown)
             error = book.error_line(err, replace=shown)
@@ -291,10 +304,13 @@ def figure_jobs(jobs: int | None, n_notebooks: int) -> int:
     return max(1, min(jobs, n_notebooks))
 
 
-def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) -> dict:
+def run_notebooks(
+    selected: list[Path], profile: str, out_dir: Path, jobs: int, inputs: dict | None = None
+) -> dict:
     """Execute ``selected`` with ``jobs`` kernels at a time, started in the notebooks' order;
-    return the seconds each took, in that order. The first error is raised once the
-    notebooks already started have finished (the others are not started)."""
+    return the seconds each took, in that order. ``inputs`` (stem -> :func:`notebook_inputs`)
+    is recorded beside each executed copy. The first error is raised once the notebooks
+    already started have finished (the others are not started)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from tqdm.auto import tqdm
@@ -310,7 +326,8 @@ def run_notebooks(selected: list[Path], profile: str, out_dir: Path, jobs: int) 
         while queue or running:
             while queue and len(running) < jobs:  # start the next ones, in order
                 path = queue.pop(0)
-                running[pool.submit(execute_notebook, path, profile, out_dir)] = path
+                stamp = (inputs or {}).get(path.stem)
+                running[pool.submit(execute_notebook, path, profile, out_dir, None, stamp)] = path
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             failed = [f for f in finished if f.exception() is not None]
             if failed:
@@ -377,10 +394,11 @@ def timings_record(
     matmul: tuple[float, float] | None = None,
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
-    (:mod:`palviz.experiments.report` renders it into docs/results.md). ``training`` is what
-    :func:`train_missing` returned; its run counts are ``None`` when it is a plain number.
-    ``matmul`` is the one-thread matmul rate (:func:`palviz.threads.matmul_rate`, GFLOP/s)
-    measured before the run and after it, so its times can be read against the machine's speed."""
+    (``palviz report`` copies it into docs/results/<profile>/, which docs/results.md and the
+    book's syllabus read). ``training`` is what :func:`train_missing` returned; its run counts
+    are ``None`` when it is a plain number. ``matmul`` is the one-thread matmul rate
+    (:func:`palviz.threads.matmul_rate`, GFLOP/s) measured before the run and after it, so its
+    times can be read against the machine's speed."""
     import datetime
 
     import torch
@@ -470,7 +488,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
     total = time.perf_counter()
     try:
         training = train_missing(selected, args.profile)
-        times = run_notebooks(selected, args.profile, out_dir, jobs)
+        planned = planned_runs(selected, args.profile)
+        inputs = {p.stem: notebook_inputs(p, args.profile, planned) for p in selected}
+        kept = [] if args.rerun else [p for p in selected if unchanged(p, out_dir, inputs[p.stem])]
+        if kept:
+            names = " ".join(p.stem[:2] for p in kept)
+            print(f"notebooks {names}: unchanged since their last run, kept (--rerun runs them)")
+        todo = [p for p in selected if p not in kept]
+        times = run_notebooks(todo, args.profile, out_dir, jobs, inputs)
     except NotebookFailed as failed:
         index = build_book(out_dir, args.profile)  # the failed lesson is marked there
         print(f"palviz figures: {failed}", file=sys.stderr)
@@ -484,10 +509,14 @@ def cmd_figures(args: argparse.Namespace) -> int:
     print(f"{total:8.1f} s  total; figures in {figures_dir(args.profile)}")
     matmul = (rate_before, matmul_rate())
     record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
+    # a kept notebook's time is the one of its last run; "kept" names them
+    last = {k: v for k, v in kept_times(kept, args.profile).items() if v is not None}
+    record["notebook_seconds"] = {**last, **record["notebook_seconds"]}
+    record["kept"] = sorted(p.stem for p in kept)
     write_json(figures_dir(args.profile) / "timings.json", record)
     from palviz.experiments.report import write_runs
 
-    write_runs(planned_runs(selected, args.profile), args.profile)  # run by run
+    write_runs(planned, args.profile)  # run by run
     index = build_book(out_dir, args.profile)  # after the record: the syllabus shows its times
     print(f"executed notebooks in {out_dir}")
     print(f"the course book: {index.as_uri()}")

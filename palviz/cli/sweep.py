@@ -32,23 +32,46 @@ def plan_numbers(only: list[str] | None = None) -> list[str]:
 
 
 def _planned(args: argparse.Namespace) -> list[dict]:
+    numbers = plan_numbers(args.only)
     try:
-        return planned_runs(plan_numbers(args.only), args.profile, args.datasets)
+        methods = checked_methods(numbers, getattr(args, "methods", None))
+        return planned_runs(numbers, args.profile, args.datasets, methods)
     except ValueError as err:  # a dataset not registered, a module that does not import
         print(f"palviz {args.command}: {err}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
-def planned_runs(selected: list[Path] | list[str], profile: str, datasets=None) -> list[dict]:
+def checked_methods(numbers: list[str], methods: list[str] | None) -> tuple | None:
+    """``--methods`` as a tuple, each label one that the ``METHODS`` parameter of every
+    notebook of ``numbers`` that has one allows (else ``ValueError`` naming ``--methods``,
+    from :func:`palviz.checks.check_choice`, as a notebook's parameters check refuses it)."""
+    if methods is None:
+        return None
+    from palviz.checks import check_choice
+    from palviz.parameters import CHOICES, TABLES
+
+    for number in numbers:
+        entry = TABLES[number].get("METHODS")
+        if entry is not None:
+            allowed = CHOICES[entry.choices]()
+            for label in methods:
+                check_choice("--methods", label, allowed)
+    return tuple(methods)
+
+
+def planned_runs(
+    selected: list[Path] | list[str], profile: str, datasets=None, methods=None
+) -> list[dict]:
     """:func:`palviz.experiments.plan.plan` of the ``selected`` notebooks (paths, or their two-digit
     numbers), each row with ``cached`` too; ``datasets`` is the ``DATASETS`` of 06, 07 and 08
-    (a name not registered is looked for in the modules ``$PALVIZ_DATASET_MODULES`` names)."""
+    (a name not registered is looked for in the modules ``$PALVIZ_DATASET_MODULES`` names),
+    ``methods`` the ``METHODS`` of 00, 06, 07 and 08 (checked: :func:`checked_methods`)."""
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.experiments.runcache import is_cached
 
     names = [p.name if isinstance(p, Path) else str(p) for p in selected]
     numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
-    rows = plan(numbers, profile, datasets)
+    rows = plan(numbers, profile, datasets, methods)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
     return rows
@@ -57,49 +80,21 @@ def planned_runs(selected: list[Path] | list[str], profile: str, datasets=None) 
 def cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from palviz.checks import check_int
-    from palviz.experiments import estimate
-
     if args.sbatch and not args.jsonl:
         print("palviz plan: --sbatch SCRIPT needs --jsonl FILE (the tasks' specs)", file=sys.stderr)
         return 2
-    if args.gpus is not None and not args.estimate:
-        print(f"palviz plan: --gpus {args.gpus} needs --estimate FILE", file=sys.stderr)
-        return 2
-    bench = None
-    try:
-        gpus = 1 if args.gpus is None else check_int("--gpus", args.gpus, 1)
-        if args.estimate:
-            bench = estimate.read_benchmark(args.estimate)
-    except ValueError as err:
-        print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
-        return 2
     rows = _planned(args)
     shown = [r for r in rows if not (args.missing and r["cached"])]
-    if bench is None:
-        print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
-        for r in shown:
-            spec = r["spec"]
-            print(
-                f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
-                f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
-                f"{' '.join(r['notebooks'])}"
-            )
+    print(f"{'key':16}  {'label':22} {'dataset':9} {'arch':11} {'ep':>4} {'state':7} notebooks")
+    for r in shown:
+        spec = r["spec"]
+        print(
+            f"{r['key']:16}  {spec.label[:22]:22} {spec.dataset:9} {spec.arch:11} "
+            f"{spec.train.epochs:>4} {'cached' if r['cached'] else 'missing':7} "
+            f"{' '.join(r['notebooks'])}"
+        )
     missing = sum(not r["cached"] for r in rows)
     print(f"{len(rows)} run(s) ({args.profile}): {len(rows) - missing} cached, {missing} missing")
-    if args.profile == "paper" and not args.datasets:  # its size against its previous plan
-        from palviz.experiments.estimate import describe_paper_growth
-
-        print(describe_paper_growth(plan_numbers(args.only)))
-    if bench is not None:
-        try:
-            est = estimate.estimate([r["spec"] for r in shown], bench, gpus, args.estimate)
-        except ValueError as err:
-            print(f"palviz plan: {err}; no estimate made", file=sys.stderr)
-            return 2
-        what = "missing runs" if args.missing else "runs"
-        print(f"GPU time of the {len(shown)} {what} above:")
-        print(estimate.format_estimate(est, bench, args.estimate))
     if args.jsonl:
         path = Path(args.jsonl)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +240,14 @@ def _flags(args: argparse.Namespace, names) -> list[str]:
 
 
 def sweep_option_error(args: argparse.Namespace) -> str | None:
-    """Why the options given do not fit ``--executor`` (one line), or ``None``."""
+    """Why the options given do not fit ``--executor`` or are out of range (one line), or
+    ``None``."""
+    for flag, value, least in (
+        ("--gpus-per-job", args.gpus_per_job, 0),
+        ("--cpus-per-job", args.cpus_per_job, 1),
+    ):
+        if value is not None and value < least:
+            return f"{flag} must be an integer >= {least}, got {value}; nothing was trained"
     alien = [
         f"{flag} (an option of --executor {'|'.join(kinds)})"
         for name, kinds in SWEEP_OPTIONS.items()
@@ -269,10 +271,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(rows)} run(s) planned ({args.profile}), {len(todo)} missing")
     if not todo:
         return 0
+    refused: tuple = ()  # what sbatch or a submitit job said, in its own words
+    options: dict = {}
+    if args.executor in SUBMITIT:
+        from submitit.core.utils import FailedJobError
+
+        refused = (FailedJobError,)
+        options = _submitit_options(args)
     try:
-        options: dict = {}
-        if args.executor in SUBMITIT:
-            options = _submitit_options(args)
         executor = cluster.make_executor(args.executor, **options)
         start = time.perf_counter()
         results = cluster.run_many(
@@ -282,7 +288,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             executor=executor,
             workers_per_gpu=args.workers_per_gpu,
         )
-    except cluster.SlurmRefused as err:
+    except refused as err:
         print(f"palviz sweep: {err}", file=sys.stderr)
         return 2
     print(f"{len(results)} run(s) trained in {time.perf_counter() - start:.0f} s")
@@ -290,10 +296,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _submitit_options(args: argparse.Namespace) -> dict:
-    """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; for Slurm
-    the CPUs and GPUs are checked against the partition
-    (:func:`palviz.experiments.slurm.slurm_resources`)."""
-    from palviz.experiments import cluster, slurm
+    """:func:`palviz.experiments.cluster.make_executor`'s options of a submitit sweep; a Slurm
+    job asks for ``--gpus-per-job`` GPUs (default 0) and ``--cpus-per-job`` CPUs (default 1,
+    as palviz trains a CPU run on one thread; 4 with a GPU)."""
+    from palviz.experiments import cluster
 
     log_dir = Path(args.log_dir) if args.log_dir else cluster.default_log_dir()
     options = {
@@ -306,14 +312,14 @@ def _submitit_options(args: argparse.Namespace) -> dict:
         if dropped:
             print(f"submitit-local runs the jobs on this machine: {', '.join(dropped)} unused")
     else:
-        resources = slurm.slurm_resources(
-            args.slurm_partition, args.gpus_per_job, args.cpus_per_job
-        )
-        print(resources)
+        gpus = args.gpus_per_job or 0
+        cpus = args.cpus_per_job or (4 if gpus else 1)
+        partition = args.slurm_partition or "(Slurm's default)"
+        print(f"Slurm jobs on partition {partition}: {cpus} CPU(s) and {gpus or 'no'} GPU(s) each")
         options.update(
             slurm_partition=args.slurm_partition,
-            gpus_per_node=resources.gpus,
-            cpus_per_task=resources.cpus,
+            gpus_per_node=gpus,
+            cpus_per_task=cpus,
             slurm_array_parallelism=args.max_parallel,
             **(args.slurm_extra or {}),
         )

@@ -19,7 +19,8 @@ Two kinds of data, kept apart on purpose:
   wrong and how to fetch it again. A damaged MNIST-1D cache is generated again, with a warning.
 
 Every dataset is declared once, in the registry (:mod:`palviz.data.registry`:
-:func:`register_dataset`, :func:`dataset_info`, :data:`DATASETS`), the built-ins by
+:func:`register_dataset`, :func:`dataset_info`, :data:`DATASETS`), with the network each
+table trains on it, the built-ins by
 :mod:`palviz.data.datasets` (``load_dataset``, the CIFAR and MNIST readers) and a dataset of
 one's own by a module that calls :func:`register_dataset` (named by
 ``$PALVIZ_DATASET_MODULES`` or a notebook's ``DATASET_MODULES``). The batches live in
@@ -68,6 +69,8 @@ from palviz.data.registry import (
     DATASET_MODULES_ENV,
     DATASET_TITLES,
     DATASETS,
+    INFERRED_NETWORKS,
+    TASKS,
     DatasetInfo,
     check_dataset,
     dataset_info,
@@ -81,10 +84,12 @@ __all__ = [
     "DATASETS",
     "DATASET_MODULES_ENV",
     "DATASET_TITLES",
+    "INFERRED_NETWORKS",
     "LONG_TAIL_SHAPES",
     "MNIST1D_NUM_SAMPLES",
     "MNIST1D_SEED",
     "NOISE_REVISION",
+    "TASKS",
     "BatchIterator",
     "DatasetFileError",
     "DatasetInfo",

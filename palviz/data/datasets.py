@@ -567,26 +567,30 @@ _MNIST_VERSION = "idx md5 f68b3c2d d53e105e 9fb629c4 ec29112d"
 #: The datasets palviz ships: each one's declaration (:func:`palviz.data.register_dataset`'s
 #: arguments). digits' mean and std are those of its training split (rounded to 4 decimals);
 #: CIFAR-100 shares CIFAR-10's constants, as in the reference code of the published tables.
+#: Networks: the published tables' own (docs/reference.md 3 and 6), the CPU-sized nets on the rest.
 BUILTIN_DATASETS: dict[str, dict] = {
     "mnist1d": dict(
-        loader=_load_mnist1d, num_classes=10, shape=(40,), title="MNIST-1D",
+        loader=_load_mnist1d, num_classes=10, shape=(40,), network="cnn1d", title="MNIST-1D",
         asymmetric_map=_MNIST_FLIPS,
     ),
     "digits": dict(
-        loader=_load_digits, num_classes=10, shape=(1, 8, 8), mean=_DIGITS_MEAN,
-        std=_DIGITS_STD, title="digits", asymmetric_map=_MNIST_FLIPS,
+        loader=_load_digits, num_classes=10, shape=(1, 8, 8), network="cnn_digits",
+        mean=_DIGITS_MEAN, std=_DIGITS_STD, title="digits", asymmetric_map=_MNIST_FLIPS,
     ),
     "mnist": dict(
-        loader=_load_mnist, num_classes=10, shape=(1, 28, 28), mean=(0.1307,), std=(0.3081,),
-        title="MNIST", asymmetric_map=_MNIST_FLIPS, version=_MNIST_VERSION,
+        loader=_load_mnist, num_classes=10, shape=(1, 28, 28), network="cnn_mnist",
+        mean=(0.1307,), std=(0.3081,), title="MNIST", asymmetric_map=_MNIST_FLIPS,
+        version=_MNIST_VERSION,
     ),
     "cifar10": dict(
-        loader=_load_cifar10, num_classes=10, shape=(3, 32, 32), mean=_CIFAR_MEAN,
+        loader=_load_cifar10, num_classes=10, shape=(3, 32, 32),
+        network={"long_tailed": "resnet32", "noisy": "cnn_cifar10"}, mean=_CIFAR_MEAN,
         std=_CIFAR_STD, augment=True, title="CIFAR-10", asymmetric_map=_CIFAR10_FLIPS,
         version="cifar-10-python.tar.gz md5 c58f30108f718f92721af3b95e74349a",
     ),
     "cifar100": dict(
-        loader=_load_cifar100, num_classes=100, shape=(3, 32, 32), mean=_CIFAR_MEAN,
+        loader=_load_cifar100, num_classes=100, shape=(3, 32, 32),
+        network={"long_tailed": "resnet32", "noisy": "resnet34"}, mean=_CIFAR_MEAN,
         std=_CIFAR_STD, augment=True, title="CIFAR-100", asymmetric_map=_CIFAR100_FLIPS,
         version="cifar-100-python.tar.gz md5 eb9058c3a382ffc7106e4002c42a8d85",
     ),

@@ -1,18 +1,25 @@
 """The datasets palviz knows, declared once each: :func:`register_dataset`.
 
 A dataset is a name, a loader and the facts a model and a batch pipeline read off it (a
-:class:`DatasetInfo`: classes, the shape of one sample, normalisation statistics, how tables
-name it, its asymmetric-noise map). The built-ins (``mnist1d``, ``digits``, ``mnist``,
-``cifar10``, ``cifar100``) are declared by :mod:`palviz.data.datasets` with the same call a
-user makes from a module of their own::
+:class:`DatasetInfo`: classes, the shape of one sample, the network each table trains on it,
+normalisation statistics, how tables name it, its asymmetric-noise map). The built-ins (``mnist1d``,
+``digits``, ``mnist``, ``cifar10``, ``cifar100``) are declared by :mod:`palviz.data.datasets`
+with the same call a user makes from a module of their own::
 
     # my_datasets.py, somewhere on sys.path (PYTHONPATH)
     from palviz.data import register_dataset
 
     def load(split, root=None, download=False):
-        ...  # (x [N, 40] float32, y [N] int64) of the split "train" or "test"
+        ...  # (x [N, 13] float32, y [N] int64) of the split "train" or "test"
 
-    register_dataset("blobs", load, num_classes=4, shape=(40,), title="Blobs")
+    register_dataset("blobs", load, num_classes=4, shape=(13,), title="Blobs")
+
+**The network.** The registration decides which network (an arch of
+:data:`palviz.models.ARCHS`) every table trains on the dataset: the one it names
+(``network=``), or else the one its sample shape calls for (:data:`INFERRED_NETWORKS`): a
+vector of any width ``D`` the MLP ``mlp1d``, built ``D`` wide; an image the first CNN or ResNet
+that reads it. Where the published set-ups train different networks in the long-tailed and the
+noisy-label tables (CIFAR), ``network`` maps each of :data:`TASKS` to its own.
 
 **Naming a module of datasets.** Such a module registers its datasets when it is imported.
 :func:`import_dataset_modules` imports the modules it is given and those that
@@ -36,12 +43,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from palviz.checks import check_bool, check_choice, check_num_classes, invalid
+from palviz.checks import (
+    check_bool,
+    check_choice,
+    check_num_classes,
+    check_sample_shape,
+    invalid,
+)
+from palviz.models import ARCHS, arch_input, input_problem
 
 __all__ = [
     "DATASETS",
     "DATASET_MODULES_ENV",
     "DATASET_TITLES",
+    "INFERRED_NETWORKS",
+    "TASKS",
     "DatasetInfo",
     "Loader",
     "check_dataset",
@@ -61,6 +77,24 @@ DATASET_MODULES_ENV = "PALVIZ_DATASET_MODULES"
 #: ``[0, num_classes)``; torch tensors or NumPy arrays.
 Loader = Callable[..., tuple[Any, Any]]
 
+#: The tables a dataset trains in, each with a network of its own: long-tailed and
+#: noisy-label learning.
+TASKS = ("long_tailed", "noisy")
+
+#: The network of a dataset registered without one, by the shape of its samples: a vector
+#: ``(D,)`` of any width the MLP; an image the first of its table's nets that reads it
+#: (:data:`palviz.models.ARCH_INPUTS`): scikit-learn digits' CNN ``(1, 8, 8)``, APL's MNIST CNN
+#: ``(1, 28, 28)``, then the CIFAR nets of the published tables: LDAM-DRW's ResNet-32 for RGB
+#: images of any size in the long-tailed tables, APL's CNN ``(3, 32, 32)`` and its ResNet-34 in
+#: the noisy-label ones.
+INFERRED_NETWORKS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vector": {"long_tailed": ("mlp1d",), "noisy": ("mlp1d",)},
+    "image": {
+        "long_tailed": ("cnn_digits", "cnn_mnist", "resnet32"),
+        "noisy": ("cnn_digits", "cnn_mnist", "cnn_cifar10", "resnet34"),
+    },
+}
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -71,6 +105,8 @@ class DatasetInfo:
         num_classes: number of classes ``C``.
         kind: ``"image"`` (``uint8`` ``N x C x H x W``) or ``"vector"`` (float32 ``N x D``).
         shape: shape of one sample, e.g. ``(3, 32, 32)`` or ``(40,)``.
+        networks: ``(task, arch)`` for each of :data:`TASKS`: the network every table of that
+            kind trains on the dataset (:meth:`network`).
         mean, std: per-channel normalisation statistics (images, on the ``[0, 1]`` scale);
             ``None`` for vectors (MNIST-1D is standardised by its generator).
         augment: whether the published set-up uses random crop + horizontal flip.
@@ -86,12 +122,17 @@ class DatasetInfo:
     num_classes: int
     kind: str
     shape: tuple[int, ...]
+    networks: tuple[tuple[str, str], ...]
     mean: tuple[float, ...] | None
     std: tuple[float, ...] | None
     augment: bool
     title: str = ""
     asymmetric_flips: tuple[tuple[int, int], ...] = ()
     version: str | None = None
+
+    def network(self, task: str) -> str:
+        """The arch the tables of ``task`` (one of :data:`TASKS`) train on this dataset."""
+        return dict(self.networks)[check_choice("task", task, TASKS)]
 
 
 _INFOS: dict[str, DatasetInfo] = {}
@@ -125,12 +166,41 @@ def _flips(mapping: Mapping[int, int] | None, num_classes: int) -> tuple[tuple[i
     return pairs
 
 
+def _networks(network: Any, shape: tuple[int, ...]) -> tuple[tuple[str, str], ...]:
+    """``network`` (``None``, an arch, or a map of :data:`TASKS` to archs) as ``(task, arch)``
+    pairs, each arch one that reads samples of ``shape``; ``None``: :data:`INFERRED_NETWORKS`."""
+    sample = f"samples [N, {', '.join(map(str, shape))}]"
+    if network is None:
+        pairs = []
+        for task, candidates in INFERRED_NETWORKS["vector" if len(shape) == 1 else "image"].items():
+            readers = [arch for arch in candidates if input_problem(arch, shape) is None]
+            if not readers:
+                reads = ", ".join(f"{arch} {arch_input(arch)}" for arch in candidates)
+                raise invalid("shape", shape, f"one a {task.replace('_', '-')} network reads: {reads}")
+            pairs.append((task, readers[0]))
+        return tuple(pairs)
+    by_task = dict.fromkeys(TASKS, network) if isinstance(network, str) else network
+    if not isinstance(by_task, Mapping) or set(by_task) != set(TASKS):
+        raise invalid(
+            "network",
+            network,
+            f"None, an arch of {list(ARCHS)} or a map of each of {list(TASKS)} to one",
+        )
+    readers = [arch for arch in ARCHS if input_problem(arch, shape) is None]
+    for task in TASKS:
+        where = "network" if isinstance(network, str) else f"network[{task!r}]"
+        if check_choice(where, by_task[task], ARCHS) not in readers:
+            raise invalid(where, by_task[task], f"an arch that reads {sample}, one of {readers}")
+    return tuple((task, by_task[task]) for task in TASKS)
+
+
 def register_dataset(
     name: str,
     loader: Loader,
     *,
     num_classes: int,
     shape: Sequence[int],
+    network: str | Mapping[str, str] | None = None,
     kind: str | None = None,
     mean: float | Sequence[float] | None = None,
     std: float | Sequence[float] | None = None,
@@ -148,9 +218,13 @@ def register_dataset(
             names), e.g. ``"blobs"``.
         loader: ``loader(split, root, download) -> (x, y)`` (:data:`Loader`).
         num_classes: ``C >= 2``.
-        shape: the shape of one sample: ``(D,)`` for vectors, ``(C, H, W)`` for images. A
-            network reads one shape (:data:`palviz.models.ARCH_INPUTS`): ``(40,)`` for the
-            1-D nets, ``(1, 8, 8)`` for ``cnn_digits``, ``(3, H, W)`` for the ResNets.
+        shape: the shape of one sample: ``(D,)`` for vectors, ``(C, H, W)`` for images.
+        network: the network every table trains on it: an arch of :data:`palviz.models.ARCHS`
+            that reads ``shape`` (:data:`palviz.models.ARCH_INPUTS`: ``(D,)`` of any width for
+            ``mlp1d``, ``(40,)`` for ``cnn1d``, ``(1, 8, 8)`` for ``cnn_digits``, ``(3, H, W)``
+            for the ResNets), or a map of each of :data:`TASKS` to one (e.g. CIFAR-10:
+            ``{"long_tailed": "resnet32", "noisy": "cnn_cifar10"}``); ``None``: the network
+            ``shape`` calls for (:data:`INFERRED_NETWORKS`: ``mlp1d`` for vectors of any width).
         kind: ``"vector"`` or ``"image"``; default from ``shape`` (1-D: vector).
         mean, std: per-channel statistics of images on the ``[0, 1]`` scale, or ``None``.
         augment: whether the published set-up of the dataset crops and flips.
@@ -175,9 +249,7 @@ def register_dataset(
     if version is not None and (not isinstance(version, str) or not version):
         raise invalid("version", version, "None or a non-empty string")
     num_classes = check_num_classes(num_classes)
-    dims = tuple(shape) if isinstance(shape, Sequence) else ()
-    if len(dims) not in (1, 3) or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise invalid("shape", shape, "(D,) for vectors or (C, H, W) for images, sizes >= 1")
+    dims = check_sample_shape("shape", shape)
     kind = check_choice("kind", kind or ("vector" if len(dims) == 1 else "image"), _KINDS)
     channels = dims[0] if kind == "image" else None
     info = DatasetInfo(
@@ -185,6 +257,7 @@ def register_dataset(
         num_classes,
         kind,
         dims,
+        _networks(network, dims),
         _stats("mean", mean, channels),
         _stats("std", std, channels),
         check_bool("augment", augment),

@@ -200,11 +200,12 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def check_runs(*, fix: bool = False) -> list[dict]:
-    """Verify every cache entry (files present and readable, the checkpoint loaded with
-    ``weights_only=True``, the key in ``metrics.json`` equal to the folder's name). Returns one
-    row per entry: ``key``, ``label``, ``status`` (``"ok"``, ``"unfinished"`` or
-    ``"broken"``), ``problem``, and for an unfinished one ``resumable`` (it has a checkpoint).
+def check_runs(*, fix: bool = False, keys: Sequence[str] | None = None) -> list[dict]:
+    """Verify every cache entry, or those of ``keys`` (files present and readable, the
+    checkpoint loaded with ``weights_only=True``, the key in ``metrics.json`` equal to the
+    folder's name). Returns one row per entry: ``key``, ``label``, ``status`` (``"ok"``,
+    ``"unfinished"`` or ``"broken"``), ``problem``, and for an unfinished one ``resumable`` (it
+    has a checkpoint).
     ``fix=True`` moves broken entries to ``runs/.broken/`` and removes the unfinished entries
     with nothing to resume (a run that failed before its first checkpoint) that no process is
     training (their lock is free); such a row gets ``removed=True``."""
@@ -213,6 +214,8 @@ def check_runs(*, fix: bool = False) -> list[dict]:
     root = runs_dir()
     rows = []
     for folder in _entries(root):
+        if keys is not None and folder.name not in keys:
+            continue
         label = ""
         with contextlib.suppress(Exception):
             label = json.loads((folder / "spec.json").read_text()).get("label", "")

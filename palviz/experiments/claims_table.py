@@ -1,5 +1,5 @@
 """The claims table: each :class:`~palviz.experiments.claims.Claim` read against the runs,
-and the table as markdown with how to read it.
+and the table as markdown.
 
 :func:`evaluate_claims` selects the runs of a claim's two methods in its setting from a
 :func:`palviz.experiments.tables.results_frame`, pairs them by seed and reads them with
@@ -7,8 +7,7 @@ and the table as markdown with how to read it.
 across a family, the verdicts): one row per comparison below one row per family, columns
 :data:`~palviz.experiments.claims.CLAIM_COLUMNS` (the columns of ``claims.csv``, which
 :func:`palviz.experiments.claims.write_claims` keeps). :func:`claims_markdown` prints the
-rows, :func:`claims_summary` counts the verdicts and :func:`claims_explanation` says how to
-read them, with the numbers of the table.
+rows and :func:`claims_summary` counts the verdicts; docs/results.md says how to read them.
 """
 
 from __future__ import annotations
@@ -38,17 +37,16 @@ from palviz.stats import (
     family_verdict,
     holm,
     paired_difference,
-    sign_flip_floor,
 )
 
 #: The p-value columns of a reading, by the name the table shows.
 P_NAMES = {"p_value": "p (t)", "p_signflip": "p (sign-flip)"}
 
 #: The p-value every verdict rests on (a key of :data:`P_NAMES`): the member verdicts, Holm's
-#: correction and the family verdicts all read this column, and :func:`claims_explanation`
-#: names it and says why. The paired t-test: the sign-flip p cannot fall below 0.05 with fewer
-#: than 6 pairs (:func:`palviz.stats.sign_flip_floor`), so a verdict on it could never be
-#: anything but inconclusive at the sizes the CPU profiles run.
+#: correction and the family verdicts all read this column (docs/results.md says why). The
+#: paired t-test: the sign-flip p cannot fall below 0.05 with fewer than 6 pairs
+#: (:func:`palviz.stats.sign_flip_floor`), so a verdict on it could never be anything but
+#: inconclusive at the sizes the CPU profiles run.
 VERDICT_P = "p_value"
 
 #: The two readings of a comparison: the prefix of their columns and what the table calls them.
@@ -442,121 +440,3 @@ def claims_summary(df: pd.DataFrame) -> str:
     members = int((df["level"] == "member").sum())
     claims = "claim" if len(families) == 1 else "claims"
     return f"{len(families)} {claims}, {counts} ({members} comparisons)."
-
-
-def _why_verdict_p(pairs: list[int], alpha: float) -> str:
-    """Why the verdicts rest on :data:`VERDICT_P`, for the numbers of pairs in the table."""
-    small = [n for n in pairs if sign_flip_floor(n) >= alpha]  # (6a) 2 / 2^n >= alpha
-    if VERDICT_P == "p_value":
-        why = (
-            "it can tell a steady difference from none with few pairs, at the price of assuming "
-            "normal differences"
-        )
-        if small:
-            why += (
-                f", while with {', '.join(map(str, small))} pairs the sign-flip p cannot fall "
-                f"below {alpha:g}, so a verdict on it could never be anything but "
-                f"{INCONCLUSIVE}"
-            )
-        return why + "; p (sign-flip) stays beside it as a check that does not assume normality"
-    why = "it assumes no normality and is exact at any number of pairs"
-    if small:
-        why += (
-            f"; with {', '.join(map(str, small))} pairs it cannot fall below {alpha:g}, so "
-            f"those comparisons read {INCONCLUSIVE} whatever the runs show"
-        )
-    return why
-
-
-def claims_explanation(df: pd.DataFrame, confidence: float = 0.95) -> str:
-    """How to read the claims table ``df`` (:func:`evaluate_claims`), as markdown whose
-    numbers come from ``df``: the two epochs and the one the paper reads, the two tests (what
-    each assumes, the sign-flip floor for the pairs present) and which one the verdicts rest
-    on (:data:`VERDICT_P`), where Holm's correction is used and where it is not, the verdict
-    words, and which claims this profile could not read."""
-    if list(df.columns) != list(CLAIM_COLUMNS):
-        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
-    members = df[df["level"] == "member"]
-    families = df[df["level"] == "family"]
-    pairs = sorted({int(n) for n in members["n_seeds"] if n > 1})
-    alpha = 1 - confidence
-    level = f"{100 * confidence:g} %"
-    rule = P_NAMES[VERDICT_P]
-    stated = families[families["paper_reads"] != ""]
-    named = {"not stated": "*not stated* (the paper's text names neither epoch)"}
-    reads = ", ".join(
-        f"{named.get(v, f'*{v}*')} for {stated['paper_reads'].eq(v).sum()} of the "
-        f"{len(stated)} papers' claims"
-        for v in dict.fromkeys(stated["paper_reads"])
-    )
-    floor = "With n pairs it cannot go below 2/2^n two-sided (1/2^n one-sided)"
-    if pairs:
-        floors = ", ".join(f"{sign_flip_floor(n):.3g} for {n} pairs" for n in pairs)  # (6a)
-        floor += f": {floors} here"
-    lines = [
-        f"**How to read this table.** {claims_summary(df)}",
-        "",
-        "- *Paired runs.* Each comparison is read per seed: the two runs of a seed share the "
-        "data subset, the noise draw and the initialisation, so the difference removes what they "
-        "share. *difference [95 % CI]* is the mean over seeds (points of test accuracy) with its "
-        f"{level} Student-t interval (n - 1 degrees of freedom). The first table gives it at "
-        "the last epoch with the verdict; the folded one under it the p-values, the best "
-        "epoch's reading and the steps.",
-        "- *Two epochs, side by side.* Every comparison is read at the *last* epoch (the model "
-        "after training) and at the *best* one (the epoch of highest test accuracy, what "
-        "LDAM-DRW's reference code reports as `best_acc1`; chosen on the test set itself, so it "
-        "leans high). *paper reads* says which one the paper used, as its text says"
-        + (f"; here {reads}." if reads else "."),
-        '- *Two tests of "no difference".* *p (t)*, the two-sided paired t-test, assumes normal '
-        f"paired differences (the interval excludes 0 exactly when p (t) < {alpha:g}); "
-        "*p (sign-flip)*, the exact sign-flip test, assumes only differences symmetric about 0 "
-        "(each seed's sign a coin toss) and counts the sign patterns at least as extreme. "
-        f"{floor}. **The verdicts rest on {rule}**: {_why_verdict_p(pairs, alpha)}.",
-        "- *A claim is a family.* The paper's sentence is read at the strength it states: "
-        '"all" (every comparison must hold), "any" (one must), or a single comparison. '
-        '"All" is consistent when every member has '
-        f"{rule} < {alpha:g} on the claimed side, each at its own p, without correction: a "
-        "conclusion about every member is an intersection-union test, and each member's test at "
-        f"level {alpha:g} is already a level-{alpha:g} test of the family. Holm's correction "
-        f"(*p (Holm)*, {rule} adjusted across the family: the smallest p times m, the next "
-        "times m - 1, ..., never decreasing; it keeps the chance of any false verdict in the "
-        f"family at most {alpha:g}) is used where one member is enough: *contradicted* of an "
-        '"all" family (some member with p (Holm) < '
-        f'{alpha:g} on the other side) and *consistent* of an "any" family (some member with '
-        f'p (Holm) < {alpha:g} on the claimed side); *contradicted* of an "any" family needs '
-        f"every member on the other side, again each at its own {rule}. A family row shows the "
-        f"two p-values its verdict is read from: {rule}, that of the conclusion about every "
-        "member (the members' largest, a member on the wrong side counting as 1), and p (Holm), "
-        "that of the conclusion about some member (the smallest adjusted p on the side it needs, "
-        '1 if none): under "all", consistent when the first is below '
-        f'{alpha:g}, contradicted when the second is; under "any" the other way round.',
-        f"- *Verdicts.* A comparison on its own (its row): **{CONSISTENT}** when {rule} < "
-        f"{alpha:g} with the difference on the claimed side of 0, **{CONTRADICTED}** when on "
-        f"the other side, else **{INCONCLUSIVE}**"
-        + (
-            " - for p (t) the same as its whole interval lying on one side of 0; an interval "
-            f"that only touches 0 means p (t) = {alpha:g} exactly, not below it, so the data "
-            "cannot tell the difference from none."
-            if VERDICT_P == "p_value"
-            else "."
-        ),
-    ]
-    counts = members.groupby(["notebook", "family"], sort=False).size()
-    thin = [
-        f for (nb, f), n in counts.items() if n == 1 and (families["family"] == f).any()
-        and families[families["family"] == f]["reading"].iloc[0] == "all"
-    ]  # fmt: skip
-    if thin:
-        names = "; ".join(f"*{f}*" for f in thin)
-        lines.append(
-            f"- *Read from one comparison here:* {names}: the sentence covers more settings "
-            "than this profile trains (the `full` profile reads more of them)."
-        )
-    not_run = families[families["verdict"] == NOT_RUN]
-    if len(not_run):
-        names = "; ".join(f"*{f}*" for f in not_run["family"])
-        lines.append(
-            f"- *Not read here:* {names}: this profile does not train the methods they compare "
-            "(the `full` profile does)."
-        )
-    return "\n".join(lines) + "\n"

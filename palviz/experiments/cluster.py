@@ -9,9 +9,8 @@ themselves when preempted).
   Ctrl-C and die with their parent; :func:`stop_pool` cancels its queue and ends them now;
 - :class:`TrainJob` one run as a picklable callable with submitit's ``checkpoint`` hook;
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
-- :func:`make_executor` the executors of ``palviz sweep``; the CPUs and GPUs of its Slurm
-  jobs, checked against what ``sinfo`` says the partition has, are
-  :mod:`palviz.experiments.slurm`;
+- :func:`make_executor` the executors of ``palviz sweep`` (sbatch and submitit report their
+  own errors: a refused job array is submitit's ``FailedJobError``, in sbatch's words);
 - :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array;
 - :func:`activation_bytes` what a training step of a network holds in memory.
 
@@ -43,7 +42,6 @@ import torch
 
 from palviz.experiments.cachedir import check_cache_writable
 from palviz.experiments.runcache import RunResult, RunSpec, is_cached, read_cached, run
-from palviz.experiments.slurm import SlurmRefused, sbatch_refusal
 from palviz.experiments.workers import init_worker, starting_workers
 from palviz.files import runs_dir
 
@@ -179,8 +177,7 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
 
     ``executor`` is a :class:`concurrent.futures.Executor` (e.g. a process pool) or a
     submitit executor, whose jobs are submitted as one job array (``executor.batch()``) and
-    yielded as they finish too (:func:`_as_finished`); an array sbatch refuses raises
-    :class:`SlurmRefused` (one line)."""
+    yielded as they finish too (:func:`_as_finished`)."""
     from concurrent.futures.process import BrokenProcessPool
 
     batch = getattr(executor, "batch", None)
@@ -235,24 +232,6 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
         f'    "$@" --wrap={wrap}',
     ]
     return "\n".join(lines) + "\n"
-
-
-def _submit_array(executor: Any, todo: Mapping[str, RunSpec]) -> dict[str, Any]:
-    """Submit ``todo`` as one job array; a refusal of sbatch becomes :class:`SlurmRefused`,
-    with the files submitit wrote for it (pickles, the job script) deleted."""
-    from submitit.core.utils import FailedJobError
-
-    folder = Path(executor.folder)
-    before = set(folder.iterdir()) if folder.is_dir() else set()
-    said = io.StringIO()  # submitit prints sbatch's stderr on a failure: it is in the error
-    try:
-        with contextlib.redirect_stderr(said), executor.batch():
-            return {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
-    except FailedJobError as err:
-        for path in set(folder.iterdir()) - before if folder.is_dir() else ():
-            if path.suffix == ".pkl" or path.name.startswith(".submission_file_"):
-                path.unlink(missing_ok=True)
-        raise SlurmRefused(sbatch_refusal(str(err))) from None
 
 
 def _as_finished(
@@ -329,10 +308,13 @@ class _QuietPolls:
 
 
 def _train_on_submitit(executor: Any, todo: Mapping[str, RunSpec]) -> Iterator[tuple[str, Any]]:
-    """:func:`train_with` on a submitit executor: one job array, results as they finish."""
+    """:func:`train_with` on a submitit executor: one job array, results as they finish. An
+    array sbatch refuses raises submitit's ``FailedJobError`` with sbatch's words, which
+    submitit would print as well: here they are said once, in the error."""
     folder = Path(executor.folder)
     folder.mkdir(parents=True, exist_ok=True)
-    jobs = _submit_array(executor, todo)
+    with contextlib.redirect_stderr(io.StringIO()), executor.batch():
+        jobs = {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
     yield from _as_finished(jobs, quiet=_QuietPolls(folder / "submitit.log"))
 
 
@@ -350,8 +332,7 @@ def make_executor(kind: str, **options: Any) -> Any:
       ``slurm_array_parallelism`` and any other ``slurm_*`` parameter (``None`` values are
       left out; ``gpus_per_node=0`` asks for no GPU at all). ``log_dir`` defaults to
       :func:`default_log_dir`. Each task's ``srun`` appends to its log
-      (``--open-mode=append``), so a requeued task's log keeps the earlier attempts'.
-      :func:`slurm_resources` checks the CPUs and GPUs against the partition first;
+      (``--open-mode=append``), so a requeued task's log keeps the earlier attempts';
     - ``"submitit-local"``: the same through submitit's local executor (one machine, for
       trying the Slurm path; the Slurm-only parameters are dropped);
     - ``"local"``: ``None`` (:func:`run_many`'s own process pool).
@@ -473,6 +454,7 @@ def _train_missing(
                 bar.set_postfix_str(spec.label or spec.loss)
                 store(key, run(spec))
     else:
+        todo = longest_first(todo)
         with local_pool(min(workers, len(todo)), slots) as pool:
             try:
                 with tqdm(total=len(todo), desc=desc, unit="run") as bar:
@@ -482,6 +464,16 @@ def _train_missing(
             except KeyboardInterrupt:
                 stop_pool(pool)
                 raise
+
+
+def longest_first(todo: Mapping[str, RunSpec]) -> dict[str, RunSpec]:
+    """``todo`` ordered by SGD steps, most first (ties in their order), so that the workers of a
+    pool, which take the runs in this order, end together: a long run started last would keep
+    one worker busy while the others wait (the longest-processing-time rule)."""
+    from palviz.experiments.budget import steps_per_run
+
+    steps = {key: steps_per_run(spec) for key, spec in todo.items()}
+    return dict(sorted(todo.items(), key=lambda item: -steps[item[0]]))
 
 
 def run_grouped(

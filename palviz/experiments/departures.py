@@ -1,16 +1,10 @@
-"""Every departure from the reference code, declared once (docs/reference.md 9 and
-docs/departures.md): :data:`DEPARTURES`, rendered by :func:`departures_markdown` and
-written into both pages by :func:`write_departures` (``palviz methods --write-docs``).
-Re-exported by :mod:`palviz.experiments.recipes`."""
+"""Every departure from the reference code, declared once: :data:`DEPARTURES`. The table of
+docs/departures.md, written by hand, has one row per departure; a test checks that it names
+each one declared here, and no other."""
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
-
-from palviz.files import atomic_write, project_root
 
 
 @dataclass(frozen=True)
@@ -25,9 +19,8 @@ class Departure:
     section: str
 
 
-#: Every departure from the reference code, in the order of docs/reference.md. Rendered by
-#: :func:`departures_markdown` into docs/reference.md 9 and docs/departures.md
-#: (``write_departures``); a test checks that both hold the current table.
+#: Every departure from the reference code, in the order of docs/reference.md; docs/departures.md
+#: has one row per departure, named by its ``topic``.
 DEPARTURES: tuple[Departure, ...] = (
     Departure(
         "Long-tailed subsets",
@@ -197,56 +190,3 @@ DEPARTURES: tuple[Departure, ...] = (
         "6.2",
     ),
 )
-
-
-DEPARTURES_MARKERS = (
-    "<!-- departures (palviz.experiments.departures.DEPARTURES; palviz methods --write-docs) -->",
-    "<!-- end departures -->",
-)
-
-
-def _section_anchor(reference_text: str, section: str) -> str:
-    """The GitHub anchor of docs/reference.md's heading numbered ``section``."""
-    found = re.search(rf"^#+ {re.escape(section)}\.? (.*)$", reference_text, re.MULTILINE)
-    if found is None:
-        raise ValueError(f"docs/reference.md has no section numbered {section!r}")
-    title = f"{section} {found.group(1)}".strip().lower()
-    return re.sub(r"[^\w\- ]", "", title).replace(" ", "-")
-
-
-def departures_markdown(reference_text: str, link: str = "") -> str:
-    """:data:`DEPARTURES` as a markdown table; each row links its section of docs/reference.md
-    (``reference_text``, its text) at ``link`` (``""`` on that page itself,
-    ``"reference.md"`` from docs/departures.md)."""
-    lines = ["| topic | the reference code | palviz | details |", "|---|---|---|---|"]
-    for d in DEPARTURES:
-        anchor = _section_anchor(reference_text, d.section)
-        where = f"[{'docs/reference.md ' if link else ''}{d.section}]({link}#{anchor})"
-        lines.append(f"| {d.topic} | {d.reference} | {d.palviz} | {where} |")
-    return "\n".join(lines)
-
-
-def write_departures(root: str | os.PathLike | None = None, *, check: bool = False) -> bool:
-    """Write :func:`departures_markdown` between the departures markers of
-    ``docs/reference.md`` and ``docs/departures.md`` under ``root`` (default: the project's);
-    with ``check``, write nothing and return whether both are up to date. Returns ``True``
-    when both hold the current table (after writing, always)."""
-    root = Path(project_root() if root is None else root)
-    reference = root / "docs" / "reference.md"
-    reference_text = reference.read_text()
-    start, end = DEPARTURES_MARKERS
-    pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
-    current = True
-    for path, link in ((reference, ""), (root / "docs" / "departures.md", "reference.md")):
-        text = reference_text if path == reference else path.read_text()
-        if not pattern.search(text):
-            raise ValueError(f"{path} has no block {start!r} ... {end!r}")
-        block = f"{start}\n{departures_markdown(reference_text, link)}\n{end}"
-        new = pattern.sub(lambda _m, b=block: b, text)
-        if new == text:
-            continue
-        current = False
-        if not check:
-            with atomic_write(path, "w") as f:
-                f.write(new)
-    return current if check else True

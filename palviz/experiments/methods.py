@@ -17,18 +17,16 @@ label, which loss, arguments and head it trains:
 A new loss is one module of :mod:`palviz.losses`, its test and one row here. Adding a row never
 changes what a profile trains: profiles name their methods (:mod:`palviz.experiments.recipes`).
 :func:`method_table` renders either list as the markdown table notebooks 06 and 07 show and
-``docs/reference.md`` holds (``palviz methods --write-docs`` writes it there; a test checks it).
+``palviz methods`` prints.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from palviz.files import atomic_write
+from palviz.checks import check_choice
 from palviz.heads import PROTOTYPE_ORIENTATIONS
 from palviz.losses import LOSSES
 
@@ -247,9 +245,8 @@ class Method:
 
     def head(self, scale: float | None = None, orientation: str = "random") -> tuple[str, dict]:
         """``(head, head_kw)`` of the model; ``scale`` is s of ``+FNPAL`` / ``+FNPN``,
-        ``orientation`` the simplex's placement (``+PAL`` only)."""
-        if orientation not in ORIENTATIONS:
-            raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {orientation!r}")
+        ``orientation`` the simplex's placement (``+PAL`` only; one of :data:`ORIENTATIONS`,
+        checked where it enters: a notebook's parameters, the spec it reaches)."""
         if orientation != "random" and self.variant != "+PAL":
             raise ValueError(
                 f"orientation {orientation!r} needs a +PAL method (anchored prototypes), "
@@ -326,12 +323,12 @@ def noisy_methods() -> tuple[str, ...]:
     return tuple(methods_of("noisy"))
 
 
-def method(task: str, label: Any) -> Method:
-    """The method ``label`` of ``task``; the error lists the labels there are."""
+def method(task: str, label: Any, name: str = "method") -> Method:
+    """The method ``label`` of ``task``; a label that is not one is refused by
+    :func:`palviz.checks.check_choice`, naming ``name`` and listing the labels there are (the
+    one place a method's name is checked, wherever it entered)."""
     table = methods_of(task)
-    if label not in table:
-        raise ValueError(f"method must be one of {tuple(table)}, got {label!r}")
-    return table[label]
+    return table[check_choice(name, label, tuple(table))]
 
 
 def _kwargs_text(m: Method) -> str:
@@ -371,29 +368,3 @@ def method_table(task: str, labels: Any = None) -> str:
         cells.append(entry.source)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _marker(task: str) -> tuple[str, str]:
-    return f"<!-- method table: {task} (palviz methods --write-docs) -->", "<!-- end -->"
-
-
-def write_method_tables(path: str | Path, *, check: bool = False) -> bool:
-    """Write :func:`method_table` of each task into ``path`` between its markers
-    (``<!-- method table: long_tailed ... -->`` ... ``<!-- end -->``); with ``check``, write
-    nothing and return whether the file is up to date. Returns ``True`` if the file holds the
-    current tables (after writing, always)."""
-    path = Path(path)
-    text = path.read_text()
-    new = text
-    for task in TASKS:
-        start, end = _marker(task)
-        pattern = re.compile(re.escape(start) + r"\n(?:[^\n]*\n)*?" + re.escape(end))
-        if not pattern.search(new):
-            raise ValueError(f"{path} has no block {start!r} ... {end!r}")
-        new = pattern.sub(lambda _m, t=task, s=start, e=end: f"{s}\n{method_table(t)}\n{e}", new)
-    if check:
-        return new == text
-    if new != text:
-        with atomic_write(path, "w") as f:
-            f.write(new)
-    return True

@@ -4,88 +4,52 @@
 A teacher trains a profile once on a GPU and packs the runs its notebooks read; students
 unpack the file into their own ``runs/`` and execute the notebooks without training.
 
-The archive is a gzip-compressed tar. Its first member, ``manifest.json``, holds the format
-version, palviz's version, :data:`palviz.experiments.runcache.CACHE_SCHEMA`, the profile, the
-notebooks, and for every run its key, its spec (the content of its ``spec.json``; a toy run's
-says so), the notebooks that ask for it and, for each of its files, the path
-``<key>/<name>``, the size in bytes and the SHA-256. Planned runs that were not cached are
-listed under ``missing``. The other members are those files, nothing else: ``spec.json``,
-``metrics.json``, ``features.npz``, ``umap_*.npz`` and, only when asked, ``checkpoint.pt``.
+The archive is a gzip-compressed tar of run folders, ``<key>/spec.json``, ``metrics.json``,
+``features.npz``, ``umap_*.npz`` and, only when asked, ``checkpoint.pt``, beside one small
+member :data:`MANIFEST`: palviz's version and
+:data:`~palviz.experiments.runcache.CACHE_SCHEMA` (a run's key hashes both, so another
+version's runs would never be read), the profile, the notebooks, the keys of the runs it
+holds, and the planned runs that were not cached (``missing``).
 
-:func:`unpack` trusts nothing in the archive. Every member is read into a staging folder
-inside ``runs/`` (a dot folder, which the cache ignores) and checked before any run lands in
-the cache: see :func:`unpack` for the list. Nothing is unpickled: JSON is parsed, ``.npz`` files
-are opened with ``allow_pickle=False`` and a checkpoint is only checked as a zip archive (its
-CRCs), never loaded. Each run then enters the cache by one rename of its folder.
-
-Archives beyond :data:`~palviz.experiments.unpack.MAX_MEMBERS` members, a file beyond
-:data:`~palviz.experiments.unpack.MAX_FILE_BYTES` or a total beyond
-:data:`~palviz.experiments.unpack.MAX_TOTAL_BYTES` (uncompressed), or a manifest beyond
-:data:`~palviz.experiments.unpack.MAX_MANIFEST_BYTES`, are refused by both :func:`pack` and
-:func:`unpack`. The format (its constants, limits and :class:`PackError`) and the reading
-are :mod:`palviz.experiments.unpack`; this module writes archives.
+:func:`unpack` extracts with ``tarfile``'s ``"data"`` filter (no absolute path, no member
+leaving the folder, no link out of it, no device), into a dot folder inside ``runs/`` that the
+cache ignores; only then does each run enter the cache, by one rename of its folder under the
+run's lock. The runs it added are then checked as ``palviz runs --check`` checks the cache
+(:func:`~palviz.experiments.cachedir.check_runs`).
 """
 
 from __future__ import annotations
 
-import datetime
-import hashlib
+import contextlib
+import gzip
+import io
 import json
 import os
+import re
 import tarfile
+import tempfile
+import time
+import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import palviz
-from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec
-from palviz.experiments.unpack import (
-    CHECKPOINT,
-    FILE_NAME,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    MANIFEST,
-    REQUIRED_FILES,
-    PackError,
-    check_limits,
-    sha256_of,
-)
-from palviz.files import atomic_write, runs_dir
+from palviz.experiments.runcache import CACHE_SCHEMA
+from palviz.files import atomic_write, require_writable, runs_dir, storage_errors
 
-#: The names of ``palviz runs pack`` and ``unpack``: this module's, and those of
-#: :mod:`palviz.experiments.unpack` the command reaches here.
+MANIFEST = "manifest.json"
+CHECKPOINT = "checkpoint.pt"
+KEY = re.compile(r"[0-9a-f]{16}")
+
+
+class PackError(Exception):
+    """An archive that cannot be written, or is refused (nothing entered the cache)."""
 
 
 def default_name(profile: str) -> str:
     """The archive's file name when none is given: ``palviz-runs-<profile>.tar.gz``."""
     return f"palviz-runs-{profile}.tar.gz"
-
-
-def run_files(folder: Path, *, with_checkpoints: bool = False) -> list[Path]:
-    """The files of cache entry ``folder`` an archive carries, in a fixed order: spec,
-    metrics, features, the UMAP embeddings and (``with_checkpoints``) the checkpoint."""
-    names = [*REQUIRED_FILES, *sorted(p.name for p in folder.glob("umap_*.npz"))]
-    if with_checkpoints and (folder / CHECKPOINT).is_file():
-        names.append(CHECKPOINT)
-    return [folder / n for n in names if FILE_NAME.fullmatch(n) and (folder / n).is_file()]
-
-
-@dataclass
-class Packed:
-    """What :func:`pack` wrote: the archive, its manifest, and its size in bytes."""
-
-    path: Path
-    manifest: dict
-    bytes: int
-
-    @property
-    def runs(self) -> list[dict]:
-        return self.manifest["runs"]
-
-    @property
-    def missing(self) -> list[dict]:
-        return self.manifest["missing"]
 
 
 def pack(
@@ -95,103 +59,119 @@ def pack(
     profile: str,
     notebooks: Sequence[str] = (),
     with_checkpoints: bool = False,
-) -> Packed:
-    """Write the cached runs of ``rows`` (rows of :func:`palviz.experiments.plan.plan`: ``spec``,
-    ``notebooks`` and ``cached``, as ``palviz plan`` has them) into the archive ``path``,
+) -> dict:
+    """Write the cached runs of ``rows`` (the distinct runs of
+    :func:`palviz.experiments.plan.plan`: ``key``, ``spec``, ``notebooks``, and ``cached`` as
+    :func:`palviz.cli.sweep.planned_runs` adds it) into the archive ``path``,
     atomically (an interrupted pack leaves no file at ``path``). Rows not cached are listed
-    in the manifest's ``missing``; :class:`PackError` when none is cached or the archive would
-    exceed the limits."""
-    from palviz.experiments.runcache import is_cached
-
-    root = runs_dir()
-    runs: list[dict] = []
-    missing: list[dict] = []
-    seen: set[str] = set()
-    for row in rows:
-        spec: RunSpec = row["spec"]
-        key = spec.key()
-        if key in seen:
-            continue
-        seen.add(key)
-        about = {"key": key, "label": spec.label, "notebooks": list(row.get("notebooks", []))}
-        cached = row["cached"] if "cached" in row else is_cached(spec)
-        if not cached:
-            missing.append(about)
-            continue
-        folder = root / key
-        files = []
-        for file in run_files(folder, with_checkpoints=with_checkpoints):
-            size = file.stat().st_size
-            files.append({"path": f"{key}/{file.name}", "size": size, "sha256": sha256_of(file)})
-        stored = json.loads((folder / "spec.json").read_text())
-        runs.append({**about, "spec": stored, "files": files})
+    in the manifest's ``missing``; returns the manifest. :class:`PackError` when none is
+    cached."""
+    path, root = Path(path), runs_dir()
+    if path.is_dir():
+        raise PackError(f"-o/--output {str(path)!r} is a folder; give the archive's file name")
+    rows = list(rows)
+    runs = [row["key"] for row in rows if row["cached"]]
+    missing = [
+        {"key": row["key"], "label": row["spec"].label, "notebooks": row["notebooks"]}
+        for row in rows
+        if not row["cached"]
+    ]
     if not runs:
         raise PackError(
             f"no planned run of profile {profile!r} is cached in {root} "
             f"({len(missing)} planned); train them first, e.g. palviz sweep --profile {profile}"
         )
     manifest = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
         "palviz": palviz.__version__,
         "cache_schema": CACHE_SCHEMA,
         "profile": profile,
         "notebooks": list(notebooks),
-        "with_checkpoints": bool(with_checkpoints),
-        "created_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runs": runs,
         "missing": missing,
     }
-    text = json.dumps(manifest, indent=1, sort_keys=True).encode()
-    check_limits(manifest, len(text))
-    path = Path(path)
-    with atomic_write(path, "wb") as handle:
-        with tarfile.open(
-            fileobj=handle, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT
-        ) as tar:
-            tar.addfile(_member(MANIFEST, len(text)), _Reader(_bytes_io(text)))
-            for run in runs:
-                for entry in run["files"]:
-                    _add_file(tar, root / entry["path"], entry)
-    return Packed(path, manifest, path.stat().st_size)
+    text = json.dumps(manifest, indent=1).encode()
+    info = tarfile.TarInfo(MANIFEST)
+    info.size, info.mtime = len(text), int(time.time())
+
+    def carried(member: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        name = Path(member.name).name  # a half-written ``.*.tmp`` file stays behind
+        if name.startswith(".") or (name == CHECKPOINT and not with_checkpoints):
+            return None
+        member.uid, member.gid, member.uname, member.gname = 0, 0, "", ""
+        return member
+
+    with atomic_write(path, "wb") as handle, tarfile.open(fileobj=handle, mode="w:gz") as tar:
+        tar.addfile(info, io.BytesIO(text))
+        for key in runs:
+            tar.add(root / key, arcname=key, filter=carried)
+    return manifest
 
 
-def _member(name: str, size: int, mtime: float | None = None) -> tarfile.TarInfo:
-    info = tarfile.TarInfo(name)
-    info.size = size
-    info.mode = 0o644
-    info.mtime = int(mtime if mtime is not None else datetime.datetime.now().timestamp())
-    info.uname = info.gname = ""
-    return info
+@dataclass
+class Unpacked:
+    """What :func:`unpack` did: the keys it added, those already cached and kept as they
+    were, and those it replaced (``force``); the manifest; the rows of
+    :func:`~palviz.experiments.cachedir.check_runs` for the runs it added or replaced."""
+
+    manifest: dict
+    added: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    check: list[dict] = field(default_factory=list)
 
 
-def _bytes_io(data: bytes) -> IO[bytes]:
-    import io
+def unpack(path: str | os.PathLike, *, force: bool = False) -> Unpacked:
+    """Add the runs of the archive ``path`` (one of :func:`pack`) to the run cache. A run
+    already cached is kept as it is, unless ``force`` replaces it. :class:`PackError`, with
+    nothing written to the cache, when ``path`` is not such an archive."""
+    from palviz.experiments.cachedir import check_runs
+    from palviz.experiments.locks import RunLock
 
-    return io.BytesIO(data)
+    def refused(problem: str) -> PackError:
+        return PackError(
+            f"FILE {str(path)!r} {problem}; FILE must be a .tar.gz written by `palviz runs "
+            f"pack` of palviz {palviz.__version__} (cache schema {CACHE_SCHEMA})"
+        )
 
-
-class _Reader:
-    """A file's bytes on their way into the archive, hashed as they pass."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self.handle = handle
-        self.digest = hashlib.sha256()
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.handle.read(n)
-        self.digest.update(data)
-        return data
-
-
-def _add_file(tar: tarfile.TarFile, file: Path, entry: dict) -> None:
-    """Add ``file`` as member ``entry["path"]``, checking that its bytes are still those the
-    manifest names (a file rewritten while packing would otherwise make a refused archive)."""
-    with open(file, "rb") as handle:
-        reader = _Reader(handle)
-        try:
-            tar.addfile(_member(entry["path"], entry["size"], file.stat().st_mtime), reader)
-        except OSError as err:
-            raise PackError(f"changed while packing ({err})", entry["path"]) from None
-    if reader.digest.hexdigest() != entry["sha256"]:
-        raise PackError("changed while packing (its SHA-256 differs)", entry["path"])
+    root = runs_dir()
+    if not Path(path).is_file():
+        raise refused("does not exist" if not Path(path).exists() else "is not a file")
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            manifest = None
+            with contextlib.suppress(KeyError, AttributeError, ValueError):  # absent, not a file
+                manifest = json.loads(tar.extractfile(MANIFEST).read())
+            runs = manifest.get("runs") if isinstance(manifest, dict) else None
+            if not isinstance(runs, list) or not all(KEY.fullmatch(str(k)) for k in runs):
+                raise refused(f"holds no {MANIFEST} listing its runs' keys")
+            made = (manifest.get("palviz"), manifest.get("cache_schema"))
+            if made != (palviz.__version__, CACHE_SCHEMA):
+                raise refused(f"was packed by palviz {made[0]} (cache schema {made[1]})")
+            require_writable(root)  # a read-only cache: one clear error
+            with tempfile.TemporaryDirectory(prefix=".unpack-", dir=root) as staging:
+                try:
+                    with storage_errors(root):  # a full disk: one clear error
+                        tar.extractall(staging, filter="data")
+                except tarfile.FilterError as err:
+                    raise refused(
+                        f"holds {err.tarinfo.name!r}, which tarfile's data filter refuses: {err}"
+                    ) from None
+                found = {p.name for p in Path(staging).iterdir()} - {MANIFEST}
+                if found != set(runs) or len(runs) != len(found):  # each run once
+                    raise refused(f"holds {sorted(found)}, not the runs {MANIFEST} lists {runs}")
+                done = Unpacked(manifest)
+                for key in runs:
+                    with RunLock(root, key):
+                        target = root / key
+                        there = target.exists()
+                        if there and not force:
+                            done.kept.append(key)
+                            continue
+                        if there:  # the old folder goes with the staging folder
+                            os.replace(target, Path(staging) / f".replaced-{key}")
+                        os.replace(Path(staging) / key, target)
+                        (done.replaced if there else done.added).append(key)
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise refused(f"is not a complete gzip-compressed tar archive ({err})") from None
+    done.check = check_runs(keys=[*done.added, *done.replaced])
+    return done

@@ -14,7 +14,8 @@ The parameters every training notebook accepts (``None`` keeps the profile's val
 - ``seeds`` (06, 07) or ``seed`` (00, 02, 03, 08);
 - ``methods``: the table labels (``"CE"``, ``"LDAM-DRW+PAL"``, ...; 03 sweeps weight decay
   with CE and has ``weight_decays`` instead of ``weight_decay``);
-- ``rates`` (07): the noise rates its tables and sweep keep;
+- ``rates`` (07): the noise rates its tables and sweep keep; ``kinds`` (07): the noise
+  kinds of its tables;
 - ``ratios`` (06): the imbalance ratios of its grid (its replication keeps its own);
 - ``datasets`` (06, 07, 08): the datasets trained instead of the profile's, each a registered
   dataset (:func:`palviz.data.register_dataset`) with its network
@@ -180,6 +181,7 @@ def noisy_groups(
     *,
     methods: Any = None,
     seeds: Any = None,
+    kinds: Any = None,
     rates: Any = None,
     datasets: Any = None,
     **train: Any,
@@ -190,12 +192,15 @@ def noisy_groups(
     ``"sweep"``, CE+FNPAL at every s of the sweep. ``methods`` replaces the tables' methods;
     the headline keeps the profile's headline methods among them, and the sweep runs only if
     CE+FNPAL is among them. ``seeds`` replaces the tables' and the headline's seeds;
-    ``rates`` keeps the tables' and the sweep's noise rates among it
+    ``kinds`` keeps the tables of those noise kinds only
+    (:func:`palviz.experiments.recipes.select_noise_kinds`; a kind left out has empty
+    groups); ``rates`` keeps the tables' and the sweep's noise rates among it
     (:func:`palviz.experiments.recipes.select_noise_rates`); ``datasets`` replaces the
     profile's datasets (the sweep runs on the first unless the profile's sweep dataset is
     among them)."""
     profile = resolve_profile(profile)
-    setup = recipes.select_noise_rates(recipes.noisy_setup(profile, datasets), rates)
+    setup = recipes.select_noise_kinds(recipes.noisy_setup(profile, datasets), kinds)
+    setup = recipes.select_noise_rates(setup, rates)
     head = setup["headline"]
     if methods is None:
         sym, asym, head_methods = setup["methods"], setup["asymmetric_methods"], head["methods"]
@@ -313,39 +318,44 @@ def experiment_specs(notebook: str, profile: str | None = None, **parameters: An
     return [s for specs in groups.values() for s in specs]
 
 
-def takes_datasets(notebook: str) -> bool:
-    """Whether ``notebook``'s parameters cell has ``DATASETS`` (06, 07, 08): the notebooks
-    ``palviz plan --datasets`` changes."""
-    from palviz.experiments.params import SCHEMAS
+def takes(notebook: str, parameter: str) -> bool:
+    """Whether ``notebook``'s parameters cell has ``parameter``: ``DATASETS`` (06, 07, 08) and
+    ``METHODS`` (00, 06, 07, 08) are what ``palviz plan --datasets`` / ``--methods`` change."""
+    from palviz.parameters import TABLES
 
-    return "DATASETS" in SCHEMAS.get(_number(notebook), {})
+    return parameter in TABLES.get(_number(notebook), {})
 
 
 def planned_specs(
-    notebook: str, profile: str | None = None, datasets: Sequence[str] | None = None
+    notebook: str,
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[RunSpec]:
     """The specs notebook ``notebook`` (``"06"`` or ``"06_long_tailed"``) passes to the run
     cache in ``profile`` with its default parameters, in its order (duplicates kept); ``[]``
-    for a notebook that trains nothing. ``datasets`` is its ``DATASETS`` parameter (for the
-    notebooks that have one, :func:`takes_datasets`; the others keep their defaults)."""
+    for a notebook that trains nothing. ``datasets`` and ``methods`` are its ``DATASETS`` and
+    ``METHODS`` parameters (for the notebooks that have them, :func:`takes`; the others keep
+    their defaults)."""
     if _number(notebook) not in EXPERIMENTS:
         return []
-    if datasets is not None and takes_datasets(notebook):
-        return experiment_specs(notebook, profile, datasets=tuple(datasets))
-    return experiment_specs(notebook, profile)
+    given = {"datasets": datasets, "methods": methods}
+    chosen = {k: tuple(v) for k, v in given.items() if v is not None and takes(notebook, k.upper())}
+    return experiment_specs(notebook, profile, **chosen)
 
 
 def plan(
     notebooks: Iterable[str],
     profile: str | None = None,
     datasets: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
 ) -> list[dict]:
     """The distinct runs of these notebooks, in first-asked order: one dict per cache key with
-    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it); ``datasets`` as for
-    :func:`planned_specs`."""
+    ``key``, ``spec`` and ``notebooks`` (the numbers that ask for it); ``datasets`` and
+    ``methods`` as for :func:`planned_specs`."""
     rows: dict[str, dict] = {}
     for number in notebooks:
-        for spec in planned_specs(number, profile, datasets):
+        for spec in planned_specs(number, profile, datasets, methods):
             row = rows.setdefault(spec.key(), {"key": spec.key(), "spec": spec, "notebooks": []})
             if number[:2] not in row["notebooks"]:
                 row["notebooks"].append(number[:2])

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from palviz import calibration
+from palviz import data as pdata
 from palviz import metrics as pmetrics
 from palviz.evaluation import evaluate
 from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
@@ -58,7 +59,8 @@ def held_out_split(
 
 def _load_model(result: RunResult, num_classes: int) -> torch.nn.Module:
     spec = result.spec
-    model = make_model(spec.arch, num_classes, head=spec.head, **spec.head_kw)
+    shape = pdata.dataset_info(spec.dataset).shape
+    model = make_model(spec.arch, num_classes, spec.head, shape=shape, **spec.head_kw)
     state = torch.load(result.path / "checkpoint.pt", map_location="cpu", weights_only=True)
     model.load_state_dict(state["model"])
     return model.eval()

@@ -1,7 +1,6 @@
 """What each profile trains, as literal data: the facts :mod:`palviz.experiments.recipes` turns
 into run specs.
 
-- :data:`NETWORKS`: the network each task trains on each dataset (in every profile);
 - :data:`LONG_TAILED_PROFILES` and :data:`NOISY_PROFILES`: per profile (``smoke``, ``quick``,
   ``full``, ``paper``) the datasets it trains by default, the training recipe (``train``,
   and ``train_by_dataset`` where a dataset has its own), the methods, ratios or noise rates
@@ -9,38 +8,15 @@ into run specs.
 
 The published numbers the tables stand beside live in :mod:`palviz.experiments.published`.
 
-What a dataset *is* (its loader, sample shape, classes, title) is declared once, in the data
-registry (:func:`palviz.data.register_dataset`); nothing here repeats it. A dataset that
-:data:`NETWORKS` does not name (one a user registered) trains the network of the first dataset
-of the table whose input it shares (:func:`palviz.experiments.recipes.network_for`), with the
-profile's ``train`` recipe.
+What a dataset *is* (its loader, sample shape, classes, title, and the network each table
+trains on it) is declared once, in the data registry (:func:`palviz.data.register_dataset`);
+nothing here repeats it. A dataset a profile does not name (one a user registered) trains with
+the profile's ``train`` recipe.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-#: The network each task trains on a dataset, in every profile (archs of
-#: :data:`palviz.models.ARCHS`; each must read the dataset's samples,
-#: :data:`palviz.models.ARCH_INPUTS`). The long-tailed tables use LDAM-DRW's ResNet-32 on
-#: CIFAR; the noise tables APL's networks (docs/reference.md 3 and 6); the small sets the
-#: CPU-sized nets.
-NETWORKS: dict[str, dict[str, str]] = {
-    "long_tailed": {
-        "mnist1d": "cnn1d",
-        "digits": "cnn_digits",
-        "mnist": "cnn_mnist",
-        "cifar10": "resnet32",
-        "cifar100": "resnet32",
-    },
-    "noisy": {
-        "mnist1d": "cnn1d",
-        "digits": "cnn_digits",
-        "mnist": "cnn_mnist",
-        "cifar10": "cnn_cifar10",
-        "cifar100": "resnet34",
-    },
-}
 
 # The long-tailed methods of the full and paper grids, named (the registry may hold more).
 _LT_ALL = (
@@ -76,7 +52,8 @@ _LT_SMALL_TRAIN = {
 #: the notebooks train by default (their ``DATASETS`` parameter chooses others); ``train`` is
 #: the schedule of every dataset: ``shape="ldam-drw"`` is LDAM-DRW's shape scaled to
 #: ``epochs`` (see :func:`palviz.experiments.recipes.expand_schedule`), the other keys are
-#: TrainConfig fields. The network of each dataset is :data:`NETWORKS`'. ``held_out``: the
+#: TrainConfig fields. The network of each dataset is its registration's
+#: (:meth:`palviz.data.DatasetInfo.network`). ``held_out``: the
 #: training samples of every class each run sets aside before its long-tailed cut
 #: (``RunSpec.held_out``), where lesson 06 chooses its post-hoc tau.
 #:
@@ -216,7 +193,8 @@ _FIVE = (0, 1, 2, 3, 4)
 #: the headline setting and seeds: "under the same s" read at several s), ``replication``
 #: (optional: another profile's runs on fresh seeds), ``sweep_dataset`` (when trained; else
 #: the first dataset trained), ``sweep_etas``, ``sweep_seeds``, ``scales`` (accuracy against
-#: s), ``train_size``. The network of each dataset is :data:`NETWORKS`'.
+#: s), ``train_size``. The network of each dataset is its registration's
+#: (:meth:`palviz.data.DatasetInfo.network`).
 #:
 #: ``quick``: MNIST-1D, 4,000 training signals (balanced, stratified), the 1-D CNN, APL's
 #: MNIST recipe (SGD lr 0.01, Nesterov momentum 0.9, weight decay 1e-2, cosine annealing to
@@ -336,13 +314,4 @@ NOISY_PROFILES: dict[str, dict[str, Any]] = {
         "scales": (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
         "train_size": None,
     },
-}
-
-#: The ``paper`` profile's previous plan, as a recipe (``palviz plan --profile paper`` prints
-#: the current plan's size against it): one seed (the tables' and the headline's), the
-#: imbalance ratios 100 and 10, and the long-tailed methods without the ones added since.
-PAPER_PREVIOUS: dict[str, Any] = {
-    "seeds": (0,),
-    "ratios": (100, 10),
-    "added_methods": _LT_RIVALS,
 }

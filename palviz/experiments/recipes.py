@@ -3,8 +3,8 @@
 Methods (``"LDAM-DRW"``, ``"CE+PAL"``, ``"CE+FNPAL"``, ...) come from the loss registry
 (:mod:`palviz.experiments.methods`); a profile (``smoke``, ``quick``, ``full``, ``paper``) is a row
 of literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`
-(:mod:`palviz.experiments.profiles`, with :data:`NETWORKS`, the network of each dataset): data,
-schedule, and the methods it trains, named (registering a method never changes a profile).
+(:mod:`palviz.experiments.profiles`): data, schedule, and the methods it trains, named
+(registering a method never changes a profile).
 The ``*_setup``, ``*_spec`` and ``*_grid`` functions turn both into
 :class:`~palviz.experiments.runcache.RunSpec` objects for the run cache
 (:mod:`palviz.experiments.runcache`); given ``datasets`` (a notebook's ``DATASETS``) they train
@@ -22,17 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palviz import data as pdata
-from palviz.checks import check_choice, check_choices
+from palviz.checks import check_choices
 from palviz.experiments import methods as pmethods
 from palviz.experiments.methods import dataset_family
-from palviz.experiments.profiles import (
-    LONG_TAILED_PROFILES,
-    NETWORKS,
-    NOISY_PROFILES,
-)
+from palviz.experiments.profiles import LONG_TAILED_PROFILES, NOISY_PROFILES
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
-from palviz.models import arch_input, input_problem
 from palviz.theory import noise_aware_scale
 from palviz.train import TrainConfig
 
@@ -95,43 +90,20 @@ def noise_method(name: str, dataset: str, eta: float, scale: float | None = None
 #: ``WEIGHT_DECAY``, ``BATCH_SIZE``); they reach every run the notebook trains.
 TRAIN_OVERRIDES = ("epochs", "lr", "weight_decay", "batch_size")
 
-#: The tasks whose profiles and networks are declared (:data:`NETWORKS`).
-TASKS = ("long_tailed", "noisy")
-
 
 def network_for(task: str, dataset: str) -> str:
-    """The arch ``task`` (``"long_tailed"`` or ``"noisy"``) trains on ``dataset`` in every
-    profile: its entry of :data:`NETWORKS`, or, for a dataset the table does not name (one a
-    user registered), the first network of the table that reads its samples
-    (:data:`palviz.models.ARCH_INPUTS`). ``ValueError`` when none does, naming the dataset,
-    its samples and what each network reads."""
-    table = NETWORKS[check_choice("task", task, TASKS)]
-    info = pdata.dataset_info(dataset)
-    if dataset in table:
-        return table[dataset]
-    networks = tuple(dict.fromkeys(table.values()))
-    for arch in networks:
-        if input_problem(arch, info.shape) is None:
-            return arch
-    reads = ", ".join(f"{arch} {arch_input(arch)}" for arch in networks)
-    raise ValueError(
-        f"no {task.replace('_', '-')} network reads dataset {dataset!r} (samples "
-        f"[N, {', '.join(map(str, info.shape))}]); the networks read: {reads}. Register it "
-        "with samples of one of these shapes, or name its network in "
-        "palviz.experiments.profiles.NETWORKS"
-    )
+    """The arch ``task`` (one of :data:`palviz.data.TASKS`) trains on ``dataset`` in every
+    profile: the one its registration names or infers from its sample shape
+    (:func:`palviz.data.register_dataset`, :meth:`palviz.data.DatasetInfo.network`)."""
+    return pdata.dataset_info(dataset).network(task)
 
 
-def chosen_datasets(task: str, datasets: Any, default: Sequence[str]) -> tuple[str, ...]:
+def chosen_datasets(datasets: Any, default: Sequence[str]) -> tuple[str, ...]:
     """``datasets`` (``None``: ``default``, the profile's) checked: a tuple of distinct
-    registered datasets (:data:`palviz.data.DATASETS`), each with a network of ``task``
-    (:func:`network_for`), before any spec is made."""
+    registered datasets (:data:`palviz.data.DATASETS`), before any spec is made."""
     if datasets is None:
         return tuple(default)
-    chosen = check_choices("datasets", datasets, pdata.DATASETS)
-    for dataset in chosen:
-        network_for(task, dataset)
-    return chosen
+    return check_choices("datasets", datasets, pdata.DATASETS)
 
 
 def _recipe(task: str, row: Mapping[str, Any], dataset: str) -> dict:
@@ -180,7 +152,7 @@ def long_tailed_setup(profile: str | None = None, datasets: Any = None) -> dict:
     unexpanded entry as ``train_recipe``; ``datasets`` replaces the profile's
     (:func:`chosen_datasets`), and ``networks`` maps each to its arch (:func:`network_for`)."""
     setup = _setup(LONG_TAILED_PROFILES, profile)
-    setup["datasets"] = chosen_datasets("long_tailed", datasets, setup["datasets"])
+    setup["datasets"] = chosen_datasets(datasets, setup["datasets"])
     setup["networks"] = {d: network_for("long_tailed", d) for d in setup["datasets"]}
     setup["train_recipe"] = setup["train"]
     setup["train"] = expand_schedule(setup["train"])
@@ -212,7 +184,7 @@ def lt_spec(
     change of ``epochs`` re-scales the LDAM-DRW schedule (milestones, DRW, warm-up) with it."""
     setup = _setup(LONG_TAILED_PROFILES, profile)
     recipe = lt_method(method, pal, orientation)
-    dataset = chosen_datasets("long_tailed", dataset and (dataset,), setup["datasets"])[0]
+    dataset = chosen_datasets(dataset and (dataset,), setup["datasets"])[0]
     info = pdata.dataset_info(dataset)
     network = _recipe("long_tailed", setup, dataset)
     reshape, others = _split_changes(train_changes)
@@ -245,18 +217,32 @@ def noisy_setup(profile: str | None = None, datasets: Any = None) -> dict:
     :func:`chosen_datasets`) -> its ``arch`` and ``train`` schedule. The s-sweep runs on the
     profile's ``sweep_dataset`` if it is among them, else on the first."""
     setup = _setup(NOISY_PROFILES, profile)
-    chosen = chosen_datasets("noisy", datasets, setup["datasets"])
+    chosen = chosen_datasets(datasets, setup["datasets"])
     setup["datasets"] = {d: _recipe("noisy", setup, d) for d in chosen}
     if setup["sweep_dataset"] not in chosen:
         setup["sweep_dataset"] = chosen[0]
     return setup
 
 
+#: The kinds of synthetic label noise (:func:`palviz.data.add_label_noise`), in table order.
+NOISE_KINDS = ("symmetric", "asymmetric")
+
+
+def select_noise_kinds(setup: dict, kinds: Any) -> dict:
+    """``setup`` (a row of :data:`NOISY_PROFILES`) with no rate left for the noise kinds not
+    among ``kinds`` (``None``: every kind), so that its tables train those kinds only; the
+    headline, the s-sweep and a replication keep their settings. ``kinds`` was checked where
+    it entered (notebook 07's ``NOISE_KINDS``)."""
+    if kinds is None:
+        return setup
+    return {**setup, **{k: () for k in NOISE_KINDS if k not in kinds}}
+
+
 def noise_rates_problem(setup: dict, rates: Iterable[float]) -> str | None:
     """What is wrong with keeping only ``rates`` of ``setup`` (a row of
-    :data:`NOISY_PROFILES`): a kind left without a rate, in words; ``None`` when each kind
-    keeps at least one."""
-    lost = [k for k in ("symmetric", "asymmetric") if not set(setup[k]) & set(rates)]
+    :data:`NOISY_PROFILES`): a kind with rates left without one, in words; ``None`` when each
+    such kind keeps at least one."""
+    lost = [k for k in NOISE_KINDS if setup[k] and not set(setup[k]) & set(rates)]
     if not lost:
         return None
     have = "; ".join(f"{k} {tuple(setup[k])}" for k in ("symmetric", "asymmetric"))

@@ -1,33 +1,25 @@
-"""The measured results of ``docs/results.md``, written from result files, never typed.
+"""The result files of a profile, committed in ``docs/results/<profile>/``, and the check that
+a fresh run reproduces them.
 
-``palviz figures --profile P`` leaves its result files in ``figures_dir(P)``: the claims
-table ``claims.csv`` (notebooks 06 and 07, :mod:`palviz.experiments.claims`), the timing record
-``timings.json`` (:func:`palviz.cli.figures.cmd_figures`) and the notebooks' result tables
-``NN_<notebook>_results.md``. ``palviz report --profile P`` copies them into
-``docs/results/P/`` (committed with the page), then rewrites the block of that profile in
-:data:`PAGE`, ``docs/results.md``, from those copies only, between the two marker lines
-
-::
-
-    <!-- measured: P (palviz report --profile P) -->
-    <!-- end measured: P -->
-
-``palviz report --profile P --check`` writes nothing and fails, printing a unified diff,
-when the block differs from what the copies give; a test runs it on the committed files, so
-a hand edit of a block, or a result file committed without its block, fails the tests.
+``palviz figures --profile P`` leaves its result files in ``figures_dir(P)``: the claims table
+``claims.csv`` (notebooks 06 and 07, :mod:`palviz.experiments.claims`), the timing record
+``timings.json`` (:func:`palviz.cli.figures.cmd_figures`), one row per run ``runs.csv``
+(:func:`write_runs`) and the notebooks' Markdown files ``NN_<notebook>_<what>.md`` (their
+result tables and claims tables). ``palviz report --profile P`` copies them into
+``docs/results/P/`` (:func:`collect_results`), where docs/results.md includes them as they
+are; ``palviz report --profile P --compare`` compares a fresh run's files with the committed
+ones, run by run (:func:`compare_runs`, ``make check-quick``).
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from palviz.files import PROFILES, atomic_write, figures_dir, project_root
+from palviz.files import atomic_write, figures_dir, project_root
 
 CLAIMS = "claims.csv"
 TIMINGS = "timings.json"
@@ -46,66 +38,19 @@ RUN_COLUMNS = (
     "last_acc",
     "per_class_acc",
 )
-RESULTS_GLOB = "[0-9][0-9]_*_results.md"
-#: The page that holds the measured blocks, relative to the project root.
-PAGE = "docs/results.md"
-
-#: The keys of ``timings.json`` that :func:`render_timings` reads.
-TIMING_KEYS = (
-    "profile",
-    "date_utc",
-    "cold",
-    "runs_trained",
-    "runs_planned",
-    "training_seconds",
-    "notebook_seconds",
-    "jobs",
-    "total_seconds",
-    "cpu_count",
-    "torch_version",
-    "device",
-    "only",
-)
-
-
-class ReportError(ValueError):
-    """Bad input to ``palviz report``: an unknown profile, a :data:`PAGE` without the
-    block's markers, an unreadable result file. The message says what to do."""
-
-
-def _profile(profile: str) -> str:
-    if profile not in PROFILES:
-        raise ReportError(f"unknown profile {profile!r}; the profiles are {', '.join(PROFILES)}")
-    return profile
-
-
-def _root(root: str | os.PathLike | None) -> Path:
-    return Path(root) if root is not None else project_root()
-
-
-def block_markers(profile: str) -> tuple[str, str]:
-    """The first and last line of the measured block of ``profile``."""
-    _profile(profile)
-    return (
-        f"<!-- measured: {profile} (palviz report --profile {profile}) -->",
-        f"<!-- end measured: {profile} -->",
-    )
+#: The Markdown files a notebook writes (:func:`palviz.plots.save_markdown`).
+RESULTS_GLOB = "[0-9][0-9]_*.md"
 
 
 def results_dir(profile: str, root: str | os.PathLike | None = None) -> Path:
     """``docs/results/<profile>/`` under the project root (``root``, default
     :func:`palviz.files.project_root`)."""
-    return _root(root) / "docs" / "results" / _profile(profile)
-
-
-def _figures_text(profile: str) -> str:
-    """Where ``palviz figures`` writes the profile's files, as the block names it."""
-    return "figures/" if profile == "quick" else f"figures/{profile}/"
+    return (Path(root) if root is not None else project_root()) / "docs" / "results" / profile
 
 
 def result_files(folder: str | os.PathLike) -> list[Path]:
     """The result files in ``folder``: ``claims.csv``, ``timings.json``, ``runs.csv`` and every
-    ``NN_*_results.md``, those that exist, in that order (the tables by name)."""
+    ``NN_*.md``, those that exist, in that order (the tables by name)."""
     folder = Path(folder)
     named = [folder / CLAIMS, folder / TIMINGS, folder / RUNS]
     return [p for p in named if p.is_file()] + sorted(
@@ -124,7 +69,7 @@ def collect_results(
     The folder then mirrors the last run: a result file it holds that ``source`` lacks is
     removed. When ``source`` has no result file at all nothing is copied or removed (and
     ``[]`` is returned): the folder keeps what an earlier report put there."""
-    source = Path(source) if source is not None else figures_dir(_profile(profile))
+    source = Path(source) if source is not None else figures_dir(profile)
     found = result_files(source)
     if not found:
         return []
@@ -196,7 +141,7 @@ def compare_runs(new: str | os.PathLike, old: str | os.PathLike) -> tuple[bool, 
     """Compare the result files of folder ``new`` (a fresh run) with those of ``old`` (the
     committed ``docs/results/<profile>/``): ``runs.csv`` run by run (a run missing, added, or
     whose final or per-class accuracies differ in any digit), then ``claims.csv`` and every
-    ``NN_*_results.md`` byte for byte. Returns ``(equal, report)``; the report names each run
+    ``NN_*.md`` byte for byte. Returns ``(equal, report)``; the report names each run
     that moved and, where the machines' records differ, the CPU, pin, torch and NumPy of both
     (exactness holds only between runs pinned alike on x86-64, CPU, same torch and MKL)."""
     new, old = Path(new), Path(old)
@@ -234,251 +179,3 @@ def compare_runs(new: str | os.PathLike, old: str | os.PathLike) -> tuple[bool, 
             + "; ".join(f"{f} {here.get(f)} (committed {there.get(f)})" for f in fields)
         )
     return equal, "\n".join(lines) + "\n"
-
-
-# ------------------------------------------------------------------------------- rendering
-
-
-def _seconds(value: float) -> str:
-    value = float(value)
-    if value < 100:
-        return f"{value:.1f} s"
-    return f"{value:,.0f} s ({value / 60:.1f} min)"
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
-def _read_timings(path: Path, profile: str) -> dict[str, Any]:
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise ReportError(f"{path}: not a readable timing record ({err})") from None
-    if not isinstance(record, dict):
-        raise ReportError(f"{path}: expected a JSON object, got {type(record).__name__}")
-    missing = [k for k in TIMING_KEYS if k not in record]
-    if missing:
-        raise ReportError(
-            f"{path}: no {missing} in the timing record; run `palviz figures --profile "
-            f"{profile}` again to write a complete one"
-        )
-    if record["profile"] != profile:
-        raise ReportError(f"{path} records profile {record['profile']!r}, not {profile!r}")
-    if not isinstance(record["notebook_seconds"], dict):
-        raise ReportError(f"{path}: notebook_seconds must be an object of notebook -> seconds")
-    return record
-
-
-def render_timings(record: dict[str, Any]) -> str:
-    """The timing record of one ``palviz figures`` run (``timings.json``) as sentences."""
-    profile = record["profile"]
-    date = str(record["date_utc"]).split("T")[0]
-    notebooks = record["notebook_seconds"]
-    jobs = record["jobs"]
-    trained, planned = record["runs_trained"], record["runs_planned"]
-    command = f"palviz figures --profile {profile}"
-    if record["only"]:
-        command += " --only " + " ".join(record["only"])
-    if record["cold"]:
-        state = "cold"
-        if trained is not None and planned is not None:
-            runs = (
-                f"{trained} of the {_count(planned, 'run', 'runs')} the notebooks ask for "
-                f"{'was' if trained == 1 else 'were'} missing from the run cache and trained "
-                f"first, in one pool, in {_seconds(record['training_seconds'])}"
-            )
-        else:
-            runs = f"the missing runs trained first, in {_seconds(record['training_seconds'])}"
-    else:
-        state = "warm"
-        if planned:
-            runs = (
-                f"all {_count(planned, 'run', 'runs')} the notebooks ask for "
-                "were in the run cache, so nothing trained"
-            )
-        elif planned == 0:
-            runs = "the notebooks selected train nothing"
-        else:
-            runs = "nothing trained"
-    at_once = "one at a time" if jobs == 1 else f"{jobs} at a time"
-    text = (
-        f"One run of `{command}` on {date} (UTC), {state}: {runs}; then the "
-        f"{_count(len(notebooks), 'notebook', 'notebooks')} ran {at_once}. "
-        f"**{_seconds(record['total_seconds'])}** in all, on a machine with "
-        f"{_count(record['cpu_count'], 'CPU core', 'CPU cores')}, device `{record['device']}`, "
-        f"torch {record['torch_version']}."
-    )
-    if record.get("matmul_gflops"):  # older records have no rate
-        before, after = record["matmul_gflops"]
-        text += (
-            f" The machine's one-thread float32 matmul rate (`palviz.threads.matmul_rate`): "
-            f"{before:.1f} GFLOP/s before the run, {after:.1f} GFLOP/s after it."
-        )
-    cpu = record.get("cpu")  # older records have none
-    if cpu:
-        pinned = (
-            "pinned to AVX2 (`palviz.cpu`)" if cpu["pin"] == "avx2" else f"unpinned ({cpu['pin']})"
-        )
-        text += (
-            f" CPU: {cpu['cpu_model']} ({cpu['machine']}), its kernels {pinned}; "
-            f"NumPy {cpu['numpy']}."
-        )
-    if notebooks:
-        each = ", ".join(f"`{name}` {float(s):.1f} s" for name, s in notebooks.items())
-        text += f" Each notebook (it starts its own kernel and imports torch): {each}."
-    if record["only"]:
-        text += (
-            f" Only notebooks {', '.join(record['only'])} were executed (`--only`); rows and "
-            "tables of other notebooks below come from earlier runs."
-        )
-    return text + "\n"
-
-
-def _demote(markdown: str, levels: int = 2) -> str:
-    """Every heading ``#...`` outside code fences ``levels`` deeper (at most ``######``), so
-    that a file's headings sit under the page's section."""
-    out, fenced = [], False
-    for line in markdown.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        elif not fenced and re.match(r"#{1,6}\s", line):
-            hashes = len(line) - len(line.lstrip("#"))
-            line = "#" * min(6, hashes + levels) + line[hashes:]
-        out.append(line)
-    return "\n".join(out)
-
-
-def render_block(profile: str, root: str | os.PathLike | None = None) -> str:
-    """The measured block of ``profile`` (its two marker lines included), from the files in
-    :func:`results_dir` only."""
-    from palviz.experiments.claims import read_claims_file
-    from palviz.experiments.claims_table import claims_explanation, claims_markdown
-
-    start, end = block_markers(profile)
-    folder = results_dir(profile, root)
-    where = f"docs/results/{profile}/"
-    rerun = (
-        f"`palviz figures --profile {profile}` (writes the result files into "
-        f"`{_figures_text(profile)}`), then `palviz report --profile {profile}` (copies them "
-        f"into `{where}` and rewrites this block)"
-    )
-    parts = [
-        start,
-        f"<!-- Written by `palviz report --profile {profile}` from {where}; "
-        "edits here are overwritten, and tests/test_report.py fails on them. -->",
-    ]
-    files = result_files(folder)
-    if not files:
-        parts.append(
-            f"**Not measured in this checkout.** `{where}` holds no result files of the "
-            f"`{profile}` profile, so there is nothing to report here yet. To measure it, run "
-            f"{rerun}."
-        )
-        return "\n\n".join(parts) + "\n\n" + end + "\n"
-    parts.append(
-        f"Measured by {rerun}; the files are in `{where}`. These are measurements on this "
-        "profile's data and sizes, reported as such; they are not the papers' numbers."
-    )
-    timings = folder / TIMINGS
-    if timings.is_file():
-        parts.append("**How long it took.** " + render_timings(_read_timings(timings, profile)))
-    else:
-        parts.append(f"**How long it took:** not recorded (no `{TIMINGS}` in `{where}`).")
-    claims = folder / CLAIMS
-    if claims.is_file():
-        try:
-            frame = read_claims_file(claims)
-        except (OSError, ValueError) as err:
-            raise ReportError(f"{claims}: not a claims table ({err})") from None
-        if len(frame):
-            parts.append(f"**The papers' claims** (`{where}{CLAIMS}`):")
-            parts.append(claims_markdown(frame).rstrip("\n"))
-            parts.append(claims_explanation(frame).rstrip("\n"))
-        else:
-            parts.append(f"**The papers' claims:** `{where}{CLAIMS}` has no rows.")
-    else:
-        parts.append(f"**The papers' claims:** not recorded (no `{CLAIMS}` in `{where}`).")
-    tables = sorted(folder.glob(RESULTS_GLOB))
-    if not tables:
-        parts.append(f"**Result tables:** none (no `NN_*_results.md` in `{where}`).")
-    for path in tables:
-        parts.append(f"**Result tables of notebook {path.name[:2]}** (`{where}{path.name}`):")
-        text = _demote(path.read_text(encoding="utf-8")).strip()
-        parts.append(text or "(the file is empty)")
-    return "\n\n".join(parts) + "\n\n" + end + "\n"
-
-
-# ------------------------------------------------------------------------------ the page
-
-
-def page_path(root: str | os.PathLike | None = None) -> Path:
-    """:data:`PAGE` under the project root (``root``, default
-    :func:`palviz.files.project_root`)."""
-    return _root(root) / PAGE
-
-
-def replace_block(text: str, profile: str, block: str, name: str = PAGE) -> str:
-    """``text`` with the lines from the block's start marker to its end marker (both
-    included) replaced by ``block``."""
-    start, end = block_markers(profile)
-    lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.strip() == start]
-    ends = [i for i, line in enumerate(lines) if line.strip() == end]
-    if not starts or not ends:
-        raise ReportError(
-            f"{name} has no measured block for the {profile} profile; add these two lines, "
-            f"on their own, where its results go:\n{start}\n{end}"
-        )
-    if len(starts) > 1 or len(ends) > 1 or ends[0] < starts[0]:
-        raise ReportError(
-            f"{name} must hold the line {start!r} once and, after it, the line {end!r} once; "
-            f"found them at lines {[i + 1 for i in starts]} and {[i + 1 for i in ends]}"
-        )
-    return "".join(lines[: starts[0]]) + block + "".join(lines[ends[0] + 1 :])
-
-
-def require_markers(profile: str, root: str | os.PathLike | None = None) -> None:
-    """Raise :class:`ReportError`, saying which lines to add, unless :data:`PAGE` holds the
-    block's two marker lines once each, in order."""
-    path = page_path(root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ReportError(f"cannot read {path}: {err}") from None
-    replace_block(text, profile, "", PAGE)
-
-
-def _expected(profile: str, root: str | os.PathLike | None) -> tuple[Path, str, str]:
-    path = page_path(root)
-    try:
-        old = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ReportError(f"cannot read {path}: {err}") from None
-    return path, old, replace_block(old, profile, render_block(profile, root), PAGE)
-
-
-def check_page(profile: str, root: str | os.PathLike | None = None) -> str:
-    """``""`` when the block of ``profile`` in :data:`PAGE` is what :func:`render_block`
-    writes, else a unified diff from the page to that. Writes nothing."""
-    _, old, new = _expected(profile, root)
-    if old == new:
-        return ""
-    diff = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"{PAGE} (as it is)",
-        tofile=f"{PAGE} (palviz report --profile {profile})",
-    )
-    return "".join(diff)
-
-
-def write_page(profile: str, root: str | os.PathLike | None = None) -> bool:
-    """Rewrite the block of ``profile`` in :data:`PAGE` from :func:`results_dir`,
-    atomically; ``True`` if it changed."""
-    path, old, new = _expected(profile, root)
-    if old == new:
-        return False
-    with atomic_write(path, "wb") as handle:
-        handle.write(new.encode("utf-8"))
-    return True

@@ -114,7 +114,9 @@ class RunSpec:
     Every field is checked when the spec is made (a ``ValueError``, or a ``TypeError`` for a
     value of the wrong type, naming ``RunSpec.<field>``, the value and what is allowed): the
     dataset, network, loss and head are ones palviz knows, the network reads the dataset's
-    samples; ``loss_kw`` builds the loss, ``head_kw`` holds head arguments, ``train`` may be a dict.
+    samples; ``loss_kw`` and ``head_kw`` hold arguments of the loss's and the head's
+    constructors (whose values those constructors check when the run builds them), ``train``
+    may be a dict. Making a spec builds nothing.
     """
 
     dataset: str
@@ -139,7 +141,7 @@ class RunSpec:
         # TrainConfig, nothing else is converted: the key is a hash of the fields as given.
         check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
         check_arch("RunSpec.arch", self.arch, reads=pdata.dataset_info(self.dataset))
-        _check_loss(self.loss, self.loss_kw, pdata.dataset_info(self.dataset).num_classes)
+        _check_loss(self.loss, self.loss_kw)
         _check_head(self.head, self.head_kw)
         check_choice("RunSpec.lt_shape", self.lt_shape, pdata.LONG_TAIL_SHAPES)
         if check_real("RunSpec.imbalance_ratio", self.imbalance_ratio) < 1:
@@ -238,20 +240,12 @@ def _train_config(d: dict) -> TrainConfig:
         raise ValueError(f"RunSpec.train: {err}") from None
 
 
-def _check_loss(loss: Any, loss_kw: Any, num_classes: int) -> None:
-    """``RunSpec.loss`` is registered and ``RunSpec.loss_kw`` holds arguments it takes, with
-    values that build it (built once, with ``num_classes`` classes of 2 samples each standing
-    in for the facts of the run)."""
+def _check_loss(loss: Any, loss_kw: Any) -> None:
+    """``RunSpec.loss`` is registered and ``RunSpec.loss_kw`` holds arguments it takes."""
     check_choice("RunSpec.loss", loss, tuple(registry.LOSSES))
     if not isinstance(loss_kw, dict):
         raise _wrong_type("RunSpec.loss_kw", loss_kw, f"a dict of arguments of loss {loss!r}")
     registry.check_loss_kw(loss, loss_kw, field_name="RunSpec.loss_kw")
-    try:
-        registry.build_loss(loss, loss_kw, class_counts=[2] * num_classes, num_classes=num_classes)
-    except (TypeError, ValueError) as err:
-        message = str(invalid("RunSpec.loss_kw", loss_kw, f"arguments that build loss {loss!r}"))
-        kind = ArgumentTypeError if isinstance(err, TypeError) else ValueError
-        raise kind(f"{message} ({err})") from None
 
 
 def _head_arguments(head: str) -> tuple[str, ...]:
@@ -489,7 +483,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
     epochs = spec.train.epochs if spec.toy is None else spec.toy["epochs"]  # a toy run stops early
     config = dataclasses.replace(spec.train, epochs=epochs)
     torch.manual_seed(spec.seed)
-    model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
+    model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
     loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
     cpu = resolve_device(config.device).type == "cpu"
@@ -586,7 +580,7 @@ def initial_prototypes(spec: RunSpec) -> np.ndarray:
     info = pdata.dataset_info(spec.dataset)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
-        model = make_model(spec.arch, info.num_classes, head=spec.head, **spec.head_kw)
+        model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
     return model.head.prototypes.detach().cpu().numpy()
 
 

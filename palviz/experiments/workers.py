@@ -1,7 +1,7 @@
 """What a worker process of :func:`palviz.experiments.cluster.local_pool` does before its first run,
-and the parent's half of it. This module imports neither torch nor another palviz module, so a
-spawned worker runs :func:`init_worker` a moment after it starts, before it imports torch
-(the runs it is sent import it).
+and the parent's half of it. A spawned worker imports :mod:`palviz.experiments` (and with it
+torch) before :func:`init_worker` runs, with SIGINT still blocked (:func:`starting_workers`);
+a parent that died meanwhile is seen at once (:func:`die_with_parent`).
 
 - :func:`init_worker` the pool's initializer: ignore SIGINT, die with the parent, take a GPU;
 - :func:`die_with_parent` end this process when the process that started it is gone;

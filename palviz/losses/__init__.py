@@ -44,23 +44,25 @@ Practicalities
 * Arguments are checked at construction, inputs at ``forward``; errors name the argument, the
   value received and what is allowed (``max_m must be > 0, got -0.5``).
 * Every loss is declared once, on its class, with :func:`~palviz.losses.registry.register_loss`
-  (its name, the facts of a run it needs, its head family and its source; the experiments'
+  (its name, its head family and its source; the facts of a run it needs are read from its
+  constructor's parameters; the experiments'
   table methods are declared in :mod:`palviz.experiments.methods`);
   :func:`make_loss` builds any loss by name, :data:`LOSSES` holds the declarations and
   :data:`LOSS_NAMES` the names (``palviz methods`` prints them as a table).
 
 Modules: :mod:`palviz.losses.imbalance` (CE, focal, LDAM, ELM, LMSCE, PAL's normalised margin
 loss, the margins and class weights), :mod:`palviz.losses.noise` (the APL family),
-:mod:`palviz.losses.influence_balanced`, :mod:`palviz.losses.logit_adjusted` and
-:mod:`palviz.losses.eqlv2`, :mod:`palviz.losses.max_margin` (the other comparisons of ELM's
-table),
-:mod:`palviz.losses.dot_regression` (the fixed-ETF classifier's loss, PAL's closest rival; each
-loss module is imported here, so that its losses register), :mod:`palviz.losses.mixup` (the
-mixed batch and loss of mixup, a training option) and
-and :mod:`palviz.losses.registry`. Every public name is importable from :mod:`palviz.losses`.
+:mod:`palviz.losses.influence_balanced`, :mod:`palviz.losses.logit_adjusted`,
+:mod:`palviz.losses.eqlv2` and :mod:`palviz.losses.max_margin` (the other comparisons of ELM's
+table), :mod:`palviz.losses.dot_regression` (the fixed-ETF classifier's loss, PAL's closest
+rival), :mod:`palviz.losses.mixup` (the mixed batch and loss of mixup, a training option) and
+:mod:`palviz.losses.registry`; each loss module is imported here, so that its losses register.
+Every public name is importable from :mod:`palviz.losses`.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from palviz.losses import registry
 from palviz.losses._inputs import ClassWeightedLoss
@@ -68,19 +70,18 @@ from palviz.losses.registry import LOSSES, build_loss, check_loss_kw, make_loss
 
 # The loss modules, imported here so that their losses register, in this order: the two
 # papers' own first, then the other comparisons. A new loss module is one more name here.
-from palviz.losses import imbalance, noise  # isort: skip
-from palviz.losses import influence_balanced, logit_adjusted  # isort: skip
-from palviz.losses import dot_regression, eqlv2, max_margin, mixup  # isort: skip
-
-_MODULES = (
-    imbalance,
-    noise,
-    influence_balanced,
-    logit_adjusted,
-    dot_regression,
-    eqlv2,
-    max_margin,
-    mixup,
+_MODULES = tuple(
+    importlib.import_module(f"palviz.losses.{name}")
+    for name in (
+        "imbalance",
+        "noise",
+        "influence_balanced",
+        "logit_adjusted",
+        "dot_regression",
+        "eqlv2",
+        "max_margin",
+        "mixup",
+    )
 )
 for _module in _MODULES:
     globals().update({name: getattr(_module, name) for name in _module.__all__})

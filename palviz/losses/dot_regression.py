@@ -49,7 +49,6 @@ def batch_class_lengths(targets: Tensor, num_classes: int) -> Tensor:
 
 @register_loss(
     "dot_regression",
-    needs=("num_classes",),
     head="cosine",
     source="Yang et al., NeurIPS 2022 (dot-regression loss L_DR)",
 )
@@ -79,7 +78,7 @@ class DotRegressionLoss(nn.Module):
     default ``GivenEw=True``, ``reg_lam=0``). Differences from that code: palviz's head
     normalises the backbone's features without the reference's ``BatchNorm1d`` before the
     division, and divides by ``max(||h||, 1e-12)`` (``F.normalize``) where the reference
-    clamps the norm at ``1e-8`` (docs/reference.md 9).
+    clamps the norm at ``1e-8`` (docs/departures.md).
 
     Args:
         num_classes: C, the number of classes (logit columns).

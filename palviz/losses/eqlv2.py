@@ -35,7 +35,6 @@ def eqlv2_mapping(x: Tensor, gamma: float = 12.0, mu: float = 0.8) -> Tensor:
 
 @register_loss(
     "eqlv2",
-    needs=("num_classes",),
     source="Tan et al., CVPR 2021 (EQL v2 gradient-guided re-weighting), palviz's "
     "classification form",
 )
@@ -63,7 +62,7 @@ class EQLv2Loss(nn.Module):
     palviz's form: the reference is a detection loss over ``num_classes + 1`` sigmoid columns,
     the last one background, whose weight is fixed at 1 and whose gradients are not
     accumulated; here there is no background: the C columns are the C classes, every one
-    re-weighted and accumulated (docs/reference.md 9). The running sums live in buffers
+    re-weighted and accumulated (docs/departures.md). The running sums live in buffers
     (``pos_grad``, ``neg_grad``, ``pos_neg``) and grow when ``backward`` runs through the
     loss: the reference adds them in ``forward``, which its training always follows with one
     backward pass, so a training step is the same; here a call without a backward pass (an

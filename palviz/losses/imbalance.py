@@ -239,9 +239,9 @@ class _LDAMMarginLoss(ClassWeightedLoss):
         return F.cross_entropy(self.s * z, targets, weight=self._weight_like(z))
 
 
-#: What the LDAM family (LDAM, ELM, ELM w/o Delta_y) needs of a run: its class counts (the
-#: margins) and a cosine head (its logits are cosines, which the loss scales by s).
-_LDAM_FAMILY = {"needs": ("class_counts",), "head": "cosine"}
+#: The head of the LDAM family (LDAM, ELM, ELM w/o Delta_y): cosine logits, which the loss
+#: scales by s (its class counts, for the margins, it takes as ``cls_num_list``).
+_LDAM_FAMILY = {"head": "cosine"}
 
 
 @register_loss("ldam", **_LDAM_FAMILY, source="Cao et al., NeurIPS 2019, Eq. 13")
@@ -401,7 +401,6 @@ class LMSCELoss(ClassWeightedLoss):
 
 @register_loss(
     "normalized_margin",
-    needs=("num_classes",),
     head="cosine",
     source="Zhou et al., ICML 2022 (PAL), Eq. 2",
 )

@@ -50,7 +50,6 @@ def inverse_frequency_weights(cls_num_list: ClassCounts) -> Tensor:
 
 @register_loss(
     "ib_focal",
-    needs=("class_counts",),
     source="Park et al., ICCV 2021 (IB loss, focal variant; pseulki/IB-Loss)",
 )
 class IBFocalLoss(ClassWeightedLoss):

@@ -33,7 +33,6 @@ def log_class_prior(cls_num_list: ClassCounts, *, dtype: torch.dtype = torch.flo
 
 @register_loss(
     "la_ce",
-    needs=("class_counts",),
     source="Menon et al., ICLR 2021, Eq. 10 (logit-adjusted loss)",
 )
 class LogitAdjustedLoss(ClassWeightedLoss):

@@ -47,7 +47,6 @@ __all__ = ["MaxMarginLoss"]
 
 @register_loss(
     "mm_ldam",
-    needs=("class_counts",),
     head="cosine",
     source="Kang, Vu, Yoo, ICIP 2021 (arXiv 2206.05380), ihaeyong/Maximum-Margin-LDAM "
     "losses.py HMMLoss(ldam=True)",

@@ -67,7 +67,7 @@ class _ScaledNoiseLoss(_NoiseLoss):
         self.scale = check_non_negative("scale", scale)
 
 
-@register_loss("mae", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Sec. 3")
+@register_loss("mae", source="Ma et al., ICML 2020 (APL), Sec. 3")
 class MAELoss(_ScaledNoiseLoss):
     r"""Mean absolute error, reduced form (an APL *passive* loss).
 
@@ -95,7 +95,7 @@ class MAELoss(_ScaledNoiseLoss):
         return self.scale * (1.0 - p_y).mean()
 
 
-@register_loss("rce", needs=("num_classes",), source="Wang et al., ICCV 2019 (SCE), Eq. 5")
+@register_loss("rce", source="Wang et al., ICCV 2019 (SCE), Eq. 5")
 class RCELoss(_ScaledNoiseLoss):
     r"""Reverse cross entropy (an APL *passive* loss).
 
@@ -125,7 +125,7 @@ class RCELoss(_ScaledNoiseLoss):
         return self.scale * (-(p * log_label).sum(dim=1)).mean()
 
 
-@register_loss("gce", needs=("num_classes",), source="Zhang & Sabuncu, NeurIPS 2018, Eq. 6")
+@register_loss("gce", source="Zhang & Sabuncu, NeurIPS 2018, Eq. 6")
 class GCELoss(_NoiseLoss):
     r"""Generalized cross entropy.
 
@@ -158,7 +158,7 @@ class GCELoss(_NoiseLoss):
         return ((1.0 - p_y**self.q) / self.q).mean()
 
 
-@register_loss("sce", needs=("num_classes",), source="Wang et al., ICCV 2019, Eq. 6")
+@register_loss("sce", source="Wang et al., ICCV 2019, Eq. 6")
 class SCELoss(_NoiseLoss):
     r"""Symmetric cross entropy.
 
@@ -191,7 +191,7 @@ class SCELoss(_NoiseLoss):
         return self.alpha * F.cross_entropy(z, y) + self.rce._loss(z, y)
 
 
-@register_loss("nce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 2")
+@register_loss("nce", source="Ma et al., ICML 2020 (APL), Eq. 2")
 class NCELoss(_ScaledNoiseLoss):
     r"""Normalised cross entropy (an APL *active* loss).
 
@@ -220,7 +220,7 @@ class NCELoss(_ScaledNoiseLoss):
         return self.scale * nce.mean()
 
 
-@register_loss("nfl", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 4")
+@register_loss("nfl", source="Ma et al., ICML 2020 (APL), Eq. 4")
 class NFLLoss(_NoiseLoss):
     r"""Normalised focal loss (an APL *active* loss).
 
@@ -316,7 +316,7 @@ def _pair_doc(active: str, passive: str, references: str, gamma: bool = False) -
     )
 
 
-@register_loss("nce+rce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
+@register_loss("nce+rce", source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NCEandRCE(_APLPair):
     __doc__ = _pair_doc("NCE", "RCE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 0.1)")
 
@@ -324,7 +324,7 @@ class NCEandRCE(_APLPair):
         super().__init__(num_classes, alpha, beta, NCELoss, RCELoss)
 
 
-@register_loss("nfl+rce", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
+@register_loss("nfl+rce", source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NFLandRCE(_APLPair):
     __doc__ = _pair_doc(
         "NFL",
@@ -338,7 +338,7 @@ class NFLandRCE(_APLPair):
         self.gamma = self.active.gamma
 
 
-@register_loss("nce+mae", needs=("num_classes",), source="Ma et al., ICML 2020 (APL), Eq. 6")
+@register_loss("nce+mae", source="Ma et al., ICML 2020 (APL), Eq. 6")
 class NCEandMAE(_APLPair):
     __doc__ = _pair_doc("NCE", "MAE", "MNIST (1, 10), CIFAR-10 (1, 1), CIFAR-100 (10, 1)")
 

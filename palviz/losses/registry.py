@@ -1,17 +1,17 @@
-"""The loss registry: every loss declared once, next to its class, with what it needs.
+"""The loss registry: every loss declared once, next to its class.
 
 A loss module declares a loss with :func:`register_loss` on its class (or factory)::
 
-    @register_loss("my_loss", needs=("num_classes",), source="Someone et al., 2024, Eq. 1")
+    @register_loss("my_loss", source="Someone et al., 2024, Eq. 1")
     class MyLoss(nn.Module):
         def __init__(self, num_classes: int, t: float = 1.0): ...
 
-and everything else derives from that one declaration: :func:`make_loss` and
-:data:`LOSSES` (here), the spec check of :class:`palviz.experiments.runcache.RunSpec` and the
-facts a run hands to the constructor (:func:`build_loss`). Which experiments train a loss, and
-how (its table methods), is the experiment layer's to say (:mod:`palviz.experiments.methods`).
-
-The facts of a run a loss may need (``needs``), and the constructor argument each arrives in:
+and everything else derives from that one declaration: :func:`make_loss`, :data:`LOSSES` and
+the facts a run hands to the constructor (:func:`build_loss`). What a loss needs of a run is
+read from its constructor's parameters, as timm's ``register_model`` reads a model from its
+function: a constructor that takes ``cls_num_list`` receives the class counts, one that takes
+``num_classes`` the number of classes. Which experiments train a loss, and how (its table
+methods), is the experiment layer's to say (:mod:`palviz.experiments.methods`).
 
 ====================  ==================  ==========================================
 fact                  argument            value
@@ -20,7 +20,9 @@ fact                  argument            value
 ``"num_classes"``     ``num_classes``     the dataset's number of classes
 ====================  ==================  ==========================================
 
-This module imports no other palviz module.
+The names are checked where they enter (a spec, :func:`make_loss`); :func:`build_loss`, which
+the training run calls with a checked spec, trusts them. This module imports no other palviz
+module.
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ HEAD_FAMILIES = ("linear", "cosine")
 @dataclass(frozen=True)
 class LossEntry:
     """One registered loss: ``name``, the ``factory`` (class or function) that builds it, the
-    facts of a run it needs (:data:`FACTS`), the ``head`` family it goes with, its ``source``
-    (paper and equation); ``defaults`` and ``arguments`` are read from the factory's
-    signature, ``summary`` is the first line of its docstring."""
+    ``head`` family it goes with, its ``source`` (paper and equation); ``arguments``,
+    ``defaults`` and ``needs`` (the facts of a run, :data:`FACTS`, whose arguments it takes)
+    are read from the factory's signature, ``summary`` is the first line of its docstring."""
 
     name: str
     factory: Callable[..., Any]
@@ -81,15 +83,11 @@ def _summary(factory: Callable[..., Any]) -> str:
 
 
 def register_loss(
-    name: str,
-    *,
-    needs: Sequence[str] = (),
-    head: str = "linear",
-    source: str,
+    name: str, *, source: str, head: str = "linear"
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare the decorated class (or factory function) as loss ``name``; see the module
-    docstring. Checked at import: a new name, known facts whose arguments the constructor
-    takes, a known head family."""
+    """Declare the decorated class (or factory function) as loss ``name``, from ``source``,
+    taking ``head``'s logits (:data:`HEAD_FAMILIES`); see the module docstring. Checked at
+    import: a new name, a known head family."""
 
     def register(factory: Callable[..., Any]) -> Callable[..., Any]:
         where = f"register_loss({name!r}) on {factory.__name__}"
@@ -97,18 +95,10 @@ def register_loss(
             raise ValueError(f"{where}: name must be a non-empty string, got {name!r}")
         if name in LOSSES:
             raise ValueError(f"{where}: the name is taken by {LOSSES[name].class_name}")
-        unknown = [f for f in needs if f not in FACTS]
-        if unknown:
-            raise ValueError(f"{where}: needs {unknown} not among the facts {tuple(FACTS)}")
         if head not in HEAD_FAMILIES:
             raise ValueError(f"{where}: head must be one of {HEAD_FAMILIES}, got {head!r}")
         params = inspect.signature(factory).parameters
         arguments = tuple(p for p in params if params[p].kind is not inspect.Parameter.VAR_KEYWORD)
-        for fact in needs:
-            if FACTS[fact] not in params:
-                raise ValueError(
-                    f"{where}: needs {fact!r}, so the constructor must take {FACTS[fact]!r}"
-                )
         defaults = {
             p: params[p].default
             for p in arguments
@@ -117,7 +107,7 @@ def register_loss(
         LOSSES[name] = LossEntry(
             name=name,
             factory=factory,
-            needs=tuple(needs),
+            needs=tuple(fact for fact, arg in FACTS.items() if arg in arguments),
             head=head,
             source=source,
             arguments=arguments,
@@ -136,11 +126,10 @@ def _entry(name: Any) -> LossEntry:
 
 
 def check_loss_kw(name: str, loss_kw: Mapping[str, Any], *, field_name: str = "loss_kw") -> None:
-    """Raise ``ValueError`` if ``loss_kw`` passes an argument loss ``name`` does not take, or
-    a fact of the run (:data:`FACTS`) that the run itself supplies."""
-    entry = _entry(name)
-    if not isinstance(loss_kw, Mapping):
-        raise TypeError(f"{field_name} must be a dict of {name!r}'s arguments, got {loss_kw!r}")
+    """Raise ``ValueError`` if ``loss_kw`` (a mapping) passes an argument the registered loss
+    ``name`` does not take, or a fact of the run (:data:`FACTS`) that the run itself
+    supplies."""
+    entry = LOSSES[name]
     supplied = [FACTS[f] for f in entry.needs]
     allowed = [a for a in entry.arguments if a not in supplied]
     for key in loss_kw:
@@ -173,10 +162,9 @@ def make_loss(name: str, **kw: Any) -> Any:
 def build_loss(
     name: str, loss_kw: Mapping[str, Any], *, class_counts: Sequence[int], num_classes: int
 ) -> Any:
-    """Loss ``name`` with ``loss_kw`` plus the facts of the run it needs (:data:`FACTS`)."""
-    entry = _entry(name)
+    """Loss ``name`` with ``loss_kw`` plus the facts of the run it needs (:data:`FACTS`), for
+    a spec checked when it was made (the name and arguments are trusted here)."""
+    entry = LOSSES[name]
     facts = {"class_counts": list(class_counts), "num_classes": int(num_classes)}
-    kw = dict(loss_kw)
-    for fact in entry.needs:
-        kw.setdefault(FACTS[fact], facts[fact])
-    return make_loss(name, **kw)
+    kw = {**loss_kw, **{FACTS[fact]: facts[fact] for fact in entry.needs}}
+    return entry.factory(**kw)
