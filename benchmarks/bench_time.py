@@ -13,8 +13,10 @@ quick`` lists (``--profile``), and splits each run's seconds into
 
 - *training step*: the training passes of :func:`palviz.train.fit` (forward, loss, backward,
   SGD step, the on-device sums) without the batches' own making;
-- *evaluation*: the test rows (:func:`palviz.evaluation.evaluate_batches`) without the readings;
-- *collapse/ECE readings*: :func:`palviz.evaluation.collapse_readings` and the prototype angle;
+- *evaluation*: the test rows (:func:`palviz.evaluation.evaluate_batches`, the prototypes'
+  minimum angle) without the readings;
+- *collapse/ECE readings*: :func:`palviz.evaluation.collapse_readings`, at the epochs of
+  :func:`palviz.train.reading_epochs` (``--readings N``: at N evaluated epochs);
 - *data*: :func:`palviz.experiments.runcache.prepare_data` and the batches of every epoch
   (:meth:`palviz.data.BatchIterator.epoch`);
 - *checkpoints*: the checkpoint written after each epoch;
@@ -132,7 +134,6 @@ def one_run(spec) -> dict[str, float]:
         stack.enter_context(timed(train, "_train_pass", t, "passes"))
         stack.enter_context(timed(train, "_test_row", t, "test_rows"))
         stack.enter_context(timed(train, "collapse_readings", t, "readings"))
-        stack.enter_context(timed(train, "min_prototype_angle", t, "readings"))
         stack.enter_context(timed(train, "save_torch", t, "checkpoints"))
         stack.enter_context(timed_batches(t))
         start = time.perf_counter()
