@@ -18,9 +18,10 @@ within 2 forward passes + 1 s at 1,000 classes of 2 samples, d = 512) and the on
 matmul rate of the machine at that moment.
 
 ``--recording`` measures instead what the trainer's neural-collapse and ECE readings
-(``palviz.evaluation.collapse_readings``, at every evaluated epoch) cost during a quick run:
-the quick CE run of notebook 08 trained twice in this process, into a temporary run cache,
-with the readings and with them switched off, and the ratio of the two wall times.
+(``palviz.evaluation.collapse_readings``) cost during a quick run: the quick CE run of
+notebook 08 trained three times in this process, into a temporary run cache, with the readings
+at every evaluated epoch, at the profile's ``TrainConfig.readings`` epochs and with none, and
+the ratios of the wall times to the one without.
 """
 
 from __future__ import annotations
@@ -70,33 +71,29 @@ def best_of(repeats: int, fn) -> float:
 
 
 def recording_cost() -> None:
-    """The quick CE run of notebook 08 with and without the collapse readings."""
+    """The quick CE run of notebook 08 with readings at every evaluated epoch, at its few
+    reading epochs and at none."""
     import os
     import tempfile
 
-    import palviz.train
     from palviz import experiments as ex
 
     spec = ex.experiment_specs("08", "quick", methods=("CE",))[0]
     spec = spec.replace(train={"progress": False})
-    readings = palviz.train.collapse_readings
+    every, few = spec.train.epochs, spec.train.readings
     seconds = {}
-    for name, reader in (("with the readings", readings), ("without", lambda *a, **k: {})):
-        palviz.train.collapse_readings = reader
+    for name, readings in ((f"every epoch ({every})", every), (f"{few} epochs", few), ("none", 0)):
         with tempfile.TemporaryDirectory() as runs:
             os.environ["PALVIZ_RUNS"] = runs
             start = time.perf_counter()
-            ex.run(spec)
+            ex.run(spec.replace(train={"readings": readings}))
             seconds[name] = time.perf_counter() - start
-    palviz.train.collapse_readings = readings
     print(
         f"quick run {spec.label} ({spec.train.epochs} epochs, evaluated every "
         f"{spec.train.eval_every}); one-thread matmul {matmul_rate():.1f} GFLOP/s"
     )
     for name, t in seconds.items():
-        print(f"  {name}: {t:.1f} s")
-    ratio = seconds["with the readings"] / seconds["without"]
-    print(f"with / without: {ratio:.3f}")
+        print(f"  readings at {name}: {t:.1f} s, {t / seconds['none']:.3f} x none")
 
 
 def main() -> None:

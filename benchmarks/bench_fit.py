@@ -69,7 +69,7 @@ class BareLoop:
     def __init__(self, arch: str, train, cfg: TrainConfig) -> None:
         torch.manual_seed(0)
         self.model = make_model(arch, 10)
-        self.channels_last = train[0].dim() == 4 and cfg.channels_last
+        self.channels_last = train[0].dim() == 4  # images: NHWC, as fit stores them
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.batches = BatchIterator(
@@ -115,7 +115,7 @@ def eval_seconds(arch: str, test, cfg: TrainConfig, repeats: int) -> float:
     """Best wall time of one ``evaluate`` pass (default batch size)."""
     torch.manual_seed(0)
     model = make_model(arch, 10)
-    if test[0].dim() == 4 and cfg.channels_last:
+    if test[0].dim() == 4:
         model = model.to(memory_format=torch.channels_last)
     evaluate(model, *test, mean=cfg.mean, std=cfg.std, device="cpu")  # warm-up
     best = float("inf")

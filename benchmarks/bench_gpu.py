@@ -13,23 +13,21 @@ classes, the CIFAR-10 and the MNIST CNN: ``benchmark_cases`` of ``estimate_gpu_h
 timed training on random images of its dataset's shape and class count, as many as its training
 split holds (so that the memory per run counts them as a run's does), kept on the GPU as
 ``uint8`` and drawn by :class:`palviz.data.BatchIterator` with the run's augmentation and
-normalisation, at batch 128, with SGD as :func:`palviz.train.fit` does it: in each precision
-(fp32; bf16 and fp16 autocast, fp16 with gradient scaling), with channels_last on and off,
-and with 1, 2, 4 and 8 runs training on the GPU at once (each its own process, as
-``palviz sweep --workers-per-gpu W`` runs them).
+normalisation, at batch 128, with SGD as :func:`palviz.train.fit` does it (float32, image
+batches and conv weights channels-last), with 1, 2, 4 and 8 runs training on the GPU at once
+(each its own process, as ``palviz sweep --workers-per-gpu W`` runs them).
 
 A configuration's runs each build their model and data and take the warm-up steps (not
 timed), then start their timed steps together; each times them with
 ``torch.cuda.synchronize()`` and ``time.perf_counter()`` and reports its peak
-``torch.cuda.max_memory_allocated()``. The JSON (schema: ``benchmarks/estimate_gpu_hours.py``) holds
-per ``(arch, precision, channels_last, runs_per_gpu)`` the ms a step (the slowest run's), the
-images a second of all runs together and the memory per run. The script prints the results
-and ratios measured in this one run (bf16 and fp16 vs fp32, channels_last on vs off, packed
-vs one run); their numbers belong to the machine.
+``torch.cuda.max_memory_allocated()``. The JSON (schema: ``benchmarks/estimate_gpu_hours.py``)
+holds per ``(arch, runs_per_gpu)`` the ms a step (the slowest run's), the images a second of
+all runs together and the memory per run. The script prints the results and the ratios of packed
+runs to one run measured in this one run; their numbers belong to the machine.
 
 Without CUDA, or with ``--tiny``, it runs its tiny mode: a few steps at batch 4, 1 and 2 runs
-at once, fp32 and (where the CPU has it) bf16, with one thread per run as CPU runs train:
-it checks the script and the file, it does not measure a GPU.
+at once, with one thread per run as CPU runs train: it checks the script and the file, it
+does not measure a GPU.
 """
 
 from __future__ import annotations
@@ -60,23 +58,10 @@ from palviz.data import BatchIterator  # noqa: E402
 from palviz.files import build_dir, write_json  # noqa: E402
 from palviz.losses import CrossEntropyLoss  # noqa: E402
 from palviz.models import make_model  # noqa: E402
-from palviz.train import PRECISIONS, TrainConfig, autocast, grad_scaler  # noqa: E402
+from palviz.train import TrainConfig  # noqa: E402
 
 FULL = {"batch_size": 128, "steps": 50, "warmup_steps": 10, "runs_per_gpu": (1, 2, 4, 8)}
 TINY = {"batch_size": 4, "steps": 2, "warmup_steps": 1, "runs_per_gpu": (1, 2)}
-
-
-def precisions_of(device: torch.device) -> tuple[list[str], list[dict]]:
-    """The precisions measured on ``device`` and the skipped ones with the reason."""
-    if device.type == "cuda":
-        if torch.cuda.is_bf16_supported():
-            return list(PRECISIONS), []
-        return ["fp32", "fp16"], [{"precision": "bf16", "reason": "not supported by this GPU"}]
-    skipped = [{"precision": "fp16", "reason": "the tiny CPU mode measures fp32 and bf16 only"}]
-    bf16 = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)()
-    if bf16:
-        return ["fp32", "bf16"], skipped
-    return ["fp32"], [{"precision": "bf16", "reason": "no bfloat16 support in this CPU"}, *skipped]
 
 
 # ------------------------------------------------------------------------------ one run
@@ -88,8 +73,8 @@ class Run:
     def __init__(self, case: dict, config: dict, settings: dict, device: torch.device) -> None:
         torch.manual_seed(0)
         train = TrainConfig(batch_size=settings["batch_size"])  # the paper's SGD defaults
-        self.device, self.precision = device, config["precision"]
-        self.channels_last = config["channels_last"]
+        self.device = device
+        self.channels_last = len(case["input_shape"]) == 3  # images: NHWC, as fit stores them
         self.model = make_model(config["arch"], case["num_classes"]).to(device)
         if self.channels_last:
             self.model.to(memory_format=torch.channels_last)
@@ -100,7 +85,6 @@ class Run:
             momentum=train.momentum,
             weight_decay=train.weight_decay,
         )
-        self.scaler = grad_scaler(device, self.precision)
         n = settings["batch_size"] * (settings["warmup_steps"] + settings["steps"])
         if not settings["tiny"]:  # the whole training split on the device, as a run holds it
             n = max(n, sum(SPLIT_CLASS_COUNTS.get(case["dataset"], ())))
@@ -136,14 +120,12 @@ class Run:
         for xb, yb in self._batches(count):
             if self.channels_last:
                 xb = xb.contiguous(memory_format=torch.channels_last)
-            with autocast(self.device, self.precision):
-                logits = self.model(xb)
-                loss = self.loss(logits, yb)
+            logits = self.model(xb)
+            loss = self.loss(logits, yb)
             self.optimizer.zero_grad(set_to_none=True)
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            loss_sum += loss.detach().float() * len(yb)
+            loss.backward()
+            self.optimizer.step()
+            loss_sum += loss.detach() * len(yb)
             correct += (logits.detach().argmax(1) == yb).sum()
         loss_sum.item(), correct.item()
         if self.device.type == "cuda":
@@ -282,21 +264,16 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     packing = tuple(args.runs_per_gpu or base["runs_per_gpu"])
-    precisions, skipped = precisions_of(device)
-    if args.precisions:
-        skipped = [s for s in skipped if s["precision"] in args.precisions]
-        precisions = [p for p in precisions if p in args.precisions]
     cases = benchmark_cases()
     archs = args.archs or list(cases)
     unknown = sorted(set(archs) - set(cases))
     if unknown:
         raise SystemExit(f"--archs: {unknown} are not trained by the paper profile; {list(cases)}")
-    layouts = (True, False)
     print(
         f"{device_name(device)} ({device.type}), torch {torch.__version__}"
         f"{', tiny mode' if tiny else ''}: batch {settings['batch_size']}, "
         f"{settings['steps']} timed steps after {settings['warmup_steps']} warm-up steps; "
-        f"{len(archs) * len(precisions) * len(layouts) * len(packing)} configurations"
+        f"{len(archs) * len(packing)} configurations"
     )
     print(HEADER)
     print("-" * len(HEADER))
@@ -304,18 +281,11 @@ def run_benchmark(args: argparse.Namespace) -> dict:
     workers = Workers(max(packing), device, 1 if device.type == "cpu" else None)
     try:
         for arch in archs:
-            for precision in precisions:
-                for channels_last in layouts:
-                    for runs in packing:
-                        config = {
-                            "arch": arch,
-                            "precision": precision,
-                            "channels_last": channels_last,
-                            "runs_per_gpu": runs,
-                        }
-                        result = workers.measure(cases[arch], config, {**settings, "tiny": tiny})
-                        results.append(result)
-                        print(row(result), flush=True)
+            for runs in packing:
+                config = {"arch": arch, "runs_per_gpu": runs}
+                result = workers.measure(cases[arch], config, {**settings, "tiny": tiny})
+                results.append(result)
+                print(row(result), flush=True)
     finally:
         workers.close()
     keep = ("dataset", "input_shape", "num_classes")
@@ -330,21 +300,16 @@ def run_benchmark(args: argparse.Namespace) -> dict:
         "settings": settings,
         "archs": {a: {k: cases[a][k] for k in keep} for a in archs},
         "results": results,
-        "skipped": skipped,
     }
 
 
 # ----------------------------------------------------------------------------- the tables
 
-HEADER = (
-    f"{'arch':12} {'precision':9} {'chan.last':9} {'runs':>4} {'ms/step':>9} "
-    f"{'images/s':>10} {'MB/run':>8}"
-)
+HEADER = f"{'arch':12} {'runs':>4} {'ms/step':>9} {'images/s':>10} {'MB/run':>8}"
 
 
 def row(r: dict) -> str:
-    head = f"{r['arch']:12} {r['precision']:9} {'on' if r['channels_last'] else 'off':9} "
-    head += f"{r['runs_per_gpu']:>4} "
+    head = f"{r['arch']:12} {r['runs_per_gpu']:>4} "
     if r["status"] != "ok":
         return head + f"{r['status']}: {r['reason'].strip().splitlines()[-1][:80]}"
     memory = "-" if r["max_memory_bytes"] is None else f"{r['max_memory_bytes'] / 2**20:8.0f}"
@@ -352,34 +317,22 @@ def row(r: dict) -> str:
 
 
 def ratios(bench: dict) -> list[str]:
-    """Images a second of one configuration over another's, both measured in this run."""
+    """Images a second of n runs packed on the GPU over one run's, both measured in this run."""
     rate = {
-        (r["arch"], r["precision"], r["channels_last"], r["runs_per_gpu"]): r["images_per_s"]
+        (r["arch"], r["runs_per_gpu"]): r["images_per_s"]
         for r in bench["results"]
         if r["status"] == "ok"
     }
-
-    def ratio(a: tuple, b: tuple) -> str:
-        return f"{rate[a] / rate[b]:.2f}" if a in rate and b in rate else "-"
-
-    precisions = sorted({k[1] for k in rate}, key=PRECISIONS.index)
-    packing = sorted({k[3] for k in rate})
-    lines = ["ratios of images/s measured in this run (1 run per GPU unless said):"]
+    packing = sorted({n for _, n in rate})
+    lines = ["ratios of images/s measured in this run:"]
     for arch in bench["archs"]:
-        for p in precisions[1:] if "fp32" in precisions else []:
-            values = [f"chan.last {s} {ratio((arch, p, cl, 1), (arch, 'fp32', cl, 1))}"
-                      for s, cl in (("on", True), ("off", False))]  # fmt: skip
-            lines.append(f"  {arch:12} {p} / fp32: {', '.join(values)}")
-        values = [f"{p} {ratio((arch, p, True, 1), (arch, p, False, 1))}" for p in precisions]
-        lines.append(f"  {arch:12} channels_last on / off: {', '.join(values)}")
-        ones = [k for k in rate if k[0] == arch and k[3] == 1]
-        if ones and len(packing) > 1:
-            _, p, cl, _ = max(ones, key=rate.get)
-            values = [f"{n}: {ratio((arch, p, cl, n), (arch, p, cl, 1))}" for n in packing[1:]]
-            lines.append(
-                f"  {arch:12} n runs packed / 1 ({p}, chan.last {'on' if cl else 'off'}): "
-                + ", ".join(values)
-            )
+        if (arch, 1) not in rate or len(packing) < 2:
+            continue
+        values = [
+            f"{n}: {rate[arch, n] / rate[arch, 1]:.2f}" if (arch, n) in rate else f"{n}: -"
+            for n in packing[1:]
+        ]
+        lines.append(f"  {arch:12} n runs packed / 1: {', '.join(values)}")
     return lines
 
 
@@ -389,7 +342,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiny", action="store_true", help="a few steps at batch 4 (any device)")
     parser.add_argument("--device", default="cuda:0", help="the GPU (default cuda:0)")
     parser.add_argument("--archs", nargs="+", metavar="ARCH", help="default: the paper's")
-    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, metavar="P")
     parser.add_argument("--runs-per-gpu", nargs="+", type=int, metavar="N")
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--steps", type=int, help="timed steps per run")
@@ -404,8 +356,6 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or build_dir() / "bench_gpu.json"
     bench = check_benchmark(run_benchmark(args), "the benchmark's results")
     write_json(out, bench)
-    for s in bench["skipped"]:
-        print(f"{s['precision']} not measured: {s['reason']}")
     print("\n".join(ratios(bench)))
     print(f"written to {out}; estimate: python benchmarks/estimate_gpu_hours.py {out}")
 

@@ -13,8 +13,10 @@ quick`` lists (``--profile``), and splits each run's seconds into
 
 - *training step*: the training passes of :func:`palviz.train.fit` (forward, loss, backward,
   SGD step, the on-device sums) without the batches' own making;
-- *evaluation*: the test rows (:func:`palviz.evaluation.evaluate_batches`) without the readings;
-- *collapse/ECE readings*: :func:`palviz.evaluation.collapse_readings` and the prototype angle;
+- *evaluation*: the test rows (:func:`palviz.evaluation.evaluate_batches`, the prototypes'
+  minimum angle) without the readings;
+- *collapse/ECE readings*: :func:`palviz.evaluation.collapse_readings`, at the epochs of
+  :func:`palviz.train.reading_epochs` (``--readings N``: at N evaluated epochs);
 - *data*: :func:`palviz.experiments.runcache.prepare_data` and the batches of every epoch
   (:meth:`palviz.data.BatchIterator.epoch`);
 - *checkpoints*: the checkpoint written after each epoch;
@@ -23,8 +25,8 @@ quick`` lists (``--profile``), and splits each run's seconds into
 **Warm figures.** With every run of the profile cached, it runs ``palviz figures --rerun`` (every
 notebook executes) and splits its wall time, from the executed notebooks' cell times
 (nbclient's ``execution`` metadata), into kernel start-up (a notebook's time outside its
-cells), imports (each notebook's cells up to and including the one that imports torch), the
-notebooks' other cells (each notebook apart), and the command's own work (planning, the
+cells), imports (the set-up cells, at least half of whose statements import), the notebooks'
+other cells (each notebook apart), and the command's own work (planning, the
 book build). Then it runs ``palviz figures`` again, which keeps every unchanged notebook, and
 prints that wall time too. The notebooks run two at a time, so the shares are of the summed
 kernel time, and the wall times are printed beside them.
@@ -36,6 +38,7 @@ Each share is measured in this one run, beside the one-thread float32 matmul rat
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import datetime as dt
 import json
@@ -132,7 +135,6 @@ def one_run(spec) -> dict[str, float]:
         stack.enter_context(timed(train, "_train_pass", t, "passes"))
         stack.enter_context(timed(train, "_test_row", t, "test_rows"))
         stack.enter_context(timed(train, "collapse_readings", t, "readings"))
-        stack.enter_context(timed(train, "min_prototype_angle", t, "readings"))
         stack.enter_context(timed(train, "save_torch", t, "checkpoints"))
         stack.enter_context(timed_batches(t))
         start = time.perf_counter()
@@ -182,21 +184,31 @@ def _seconds(a: str, b: str) -> float:
     return (dt.datetime.fromisoformat(b) - dt.datetime.fromisoformat(a)).total_seconds()
 
 
+def _imports_only(source: str) -> bool:
+    """Whether a cell is mostly imports (at least half its statements: the set-up cells, which
+    also check the parameters and call ``setup_notebook``)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    imports = sum(isinstance(n, (ast.Import, ast.ImportFrom)) for n in body)
+    return bool(body) and 2 * imports >= len(body)
+
+
 def notebook_parts(path: Path) -> tuple[float, float]:
-    """(imports, other cells) of an executed notebook, in seconds, from nbclient's metadata."""
+    """(imports, other cells) of an executed notebook, in seconds, from nbclient's metadata:
+    the set-up cells (:func:`_imports_only`) apart from the others."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     imports = cells = 0.0
-    imported = False
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("execution", {})
         if "iopub.execute_input" not in meta or "shell.execute_reply" not in meta:
             continue
         took = _seconds(meta["iopub.execute_input"], meta["shell.execute_reply"])
-        if imported:
-            cells += took
-        else:
+        if _imports_only("".join(cell["source"])):
             imports += took
-            imported = "import torch" in "".join(cell["source"])
+        else:
+            cells += took
     return imports, cells
 
 

@@ -6,7 +6,8 @@ of these docs, the front page and the syllabus page), the output ``build/<profil
 Nothing is executed again (``nb_execution_mode = "off"``) and nothing is fetched from the
 network, at build time or when reading: the maths is typeset by MathJax 2.7 copied from the
 ``jupyter-server-mathjax`` package into ``_static/mathjax/``, the theme's assets are local and
-Sphinx's search works from ``file://``.
+Sphinx's search works from ``file://``, its snippets cut from the pages' text that
+:mod:`palviz.book_search` gives the search page.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ project = "palviz"
 author = "palviz developers"
 copyright = "palviz developers"
 
-extensions = ["myst_nb", "sphinx_togglebutton"]
+extensions = ["myst_nb", "sphinx_togglebutton", "palviz.book_search"]
 root_doc = "index"
 exclude_patterns = [
     "_build",
@@ -48,7 +49,13 @@ mathjax2_config = {
         "processClass": "math|output_area|output",
         "ignoreClass": "document",
     },
-    "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web"},
+    "HTML-CSS": {
+        "availableFonts": [],
+        "preferredFont": None,
+        "webFont": "STIX-Web",
+        "linebreaks": {"automatic": True},  # a long display equation breaks at the column
+        "styles": {"@font-face": {"font-family": "MathJax_Blank", "src": "local('MathJax_Blank')"}},
+    },
     "messageStyle": "none",
     "showMathMenu": False,
 }
@@ -57,12 +64,16 @@ mathjax2_config = {
 html_theme = "sphinx_book_theme"
 html_title = "palviz: learning from imperfect labels"
 html_show_sphinx = False
+html_context = {"default_mode": "auto"}  # the theme's documented default, stated
 # palviz.css: printed output wraps at the column and figures shrink to it (no sideways scrolling)
 html_static_path = ["_static"]
 html_css_files = ["palviz.css"]
 html_show_sourcelink = False
 html_copy_source = False
 html_last_updated_fmt = None
+# the search page cuts its snippets from the pages' text (palviz.book_search), not by fetching
+# each page, which a browser refuses from file://
+html_show_search_summary = False
 html_theme_options = {
     "repository_url": "",
     "use_repository_button": False,

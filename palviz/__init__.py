@@ -10,8 +10,9 @@ above it (``tests/test_imports.py`` checks it from the source):
 - :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
 - :mod:`palviz.data`     the datasets, long-tailed subsets, label noise, a device-resident
   batch loader
-- :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``;
-  :mod:`palviz.evaluation` the evaluation pass, the device and the precision it runs in
+- :mod:`palviz.train`    one training loop, ``fit``, driven by ``TrainConfig``
+  (:mod:`palviz.train_config`);
+  :mod:`palviz.evaluation` the evaluation pass, the device it runs on
 - :mod:`palviz.metrics`  per-class accuracy, shot groups, prototype angles, norms, margins
 - :mod:`palviz.collapse`, :mod:`palviz.calibration`, :mod:`palviz.diagnosis`  neural collapse
   (NC1-NC4), ECE and post-hoc re-balancing, and ``diagnose``, which reads any classifier
@@ -31,7 +32,8 @@ notebook's parameters checked before torch loads), runs the notebooks' experimen
 and the run cache, the table methods, the profiles and the papers' facts, what each notebook
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
-``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.timings`).
+``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.book_search`,
+:mod:`palviz.timings`).
 """
 
 __version__ = "0.1.0"

@@ -434,7 +434,7 @@ def prepare_sources(
         failure = read_failure(out_dir, stem)
         nb = nbformat.read(executed if executed.exists() else path, as_version=4)
         title, summary = intro(nb)
-        lessons.append((stem, title or stem, summary))
+        lessons.append((stem, title or stem, term_links(summary, terms)))
         ran = executed_at(nb) if executed.exists() else None
         if not executed.exists():
             note = _admonition("warning", f"Not built yet: `{retry_command(profile, stem[:2])}`.")

@@ -1,10 +1,9 @@
 """A model run over data in eval mode (:func:`evaluate`), and what training shares with it:
-the device (:func:`resolve_device`) and the precision (:data:`PRECISIONS`, :func:`autocast`,
-:func:`grad_scaler`, :func:`check_precision`). :mod:`palviz.train` trains with these."""
+the device (:func:`resolve_device`) and the readings of an evaluation pass
+(:func:`collapse_readings`). :mod:`palviz.train` trains with these; both run in float32."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -12,26 +11,16 @@ import torch
 from torch import nn
 
 from palviz import calibration, collapse
-from palviz.checks import check_choice, invalid
 from palviz.data import BatchIterator
 from palviz.threads import single_thread
 
 __all__ = [
-    "PRECISIONS",
-    "autocast",
-    "check_precision",
     "collapse_readings",
     "eval_batch_size",
     "evaluate",
     "evaluate_batches",
-    "grad_scaler",
     "resolve_device",
 ]
-
-#: The precisions :class:`~palviz.train.TrainConfig` and :func:`evaluate` take: float32
-#: throughout, or ``torch.autocast`` to bfloat16 or float16 (float16 with gradient scaling).
-PRECISIONS = ("fp32", "bf16", "fp16")
-_AUTOCAST_DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -49,44 +38,9 @@ def eval_batch_size(device: torch.device) -> int:
     return 1024 if device.type == "cuda" else 256
 
 
-def autocast(device: torch.device, precision: str) -> torch.autocast:
-    """The autocast context of a forward pass in ``precision`` (:data:`PRECISIONS`) on
-    ``device``: disabled for ``"fp32"``, else to bfloat16 or float16."""
-    dtype = _AUTOCAST_DTYPES[precision]
-    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
-
-
-def grad_scaler(device: torch.device, precision: str) -> torch.amp.GradScaler:
-    """The gradient scaler of a step in ``precision``: on for float16 only (bfloat16 has
-    float32's range)."""
-    return torch.amp.GradScaler(device.type, enabled=precision == "fp16")
-
-
-def check_precision(device: torch.device, precision: str, name: str) -> None:
-    """``precision`` is one of :data:`PRECISIONS` and ``device`` can autocast to it."""
-    check_choice(name, precision, PRECISIONS)
-    dtype = _AUTOCAST_DTYPES[precision]
-    if dtype is None:
-        return
-    problem = None
-    if device.type == "cuda" and dtype == torch.bfloat16 and not torch.cuda.is_bf16_supported():
-        problem = "this GPU has no bfloat16 support"
-    else:
-        try:
-            with warnings.catch_warnings():
-                # torch warns and disables autocast for a dtype the device does not support
-                warnings.simplefilter("error")
-                with torch.autocast(device.type, dtype=dtype):
-                    pass
-        except (RuntimeError, UserWarning) as err:
-            problem = str(err).strip().splitlines()[0]
-    if problem is not None:
-        raise invalid(name, precision, f"a precision {device.type} can autocast to ({problem})")
-
-
 @torch.no_grad()
 def evaluate_batches(
-    model: nn.Module, batches: BatchIterator, *, precision: str, keep_outputs: bool
+    model: nn.Module, batches: BatchIterator, *, keep_outputs: bool
 ) -> dict[str, Any]:
     """Accuracy (and, with ``keep_outputs``, logits and features) over ``batches`` (a
     :class:`~palviz.data.BatchIterator`) in eval mode, counted on the device."""
@@ -95,8 +49,7 @@ def evaluate_batches(
     correct = total = None
     logits_all, features_all = [], []
     for xb, yb in batches.epoch(0):
-        with autocast(batches.device, precision):
-            logits, features = model.forward_features(xb)
+        logits, features = model.forward_features(xb)
         k = logits.shape[1]
         hits = yb[logits.argmax(1) == yb]
         if correct is None:
@@ -128,7 +81,6 @@ def evaluate(
     mean: Any = None,
     std: Any = None,
     device: str | torch.device | None = None,
-    precision: str = "fp32",
 ) -> dict[str, Any]:
     """Run ``model`` (a :class:`palviz.models.Classifier`) over ``(x, y)`` in eval mode.
 
@@ -142,7 +94,6 @@ def evaluate(
         mean, std: normalisation, as in training (``TrainConfig.mean`` / ``.std``).
         device: where to run; ``None`` = where the model's parameters are (the model is moved
             otherwise).
-        precision: one of :data:`PRECISIONS`, as in training (``TrainConfig.precision``).
 
     Returns:
         ``logits`` ``[N, num_classes]`` and ``features`` ``[N, feat_dim]`` (float32, CPU),
@@ -154,11 +105,10 @@ def evaluate(
         dev = first.device if first is not None else torch.device("cpu")
     else:
         dev = resolve_device(device)
-    check_precision(dev, precision, "precision")
     model.to(dev)
     batch_size = eval_batch_size(dev) if batch_size is None else batch_size
     batches = BatchIterator(x, y, batch_size, shuffle=False, mean=mean, std=std, device=dev)
-    return evaluate_batches(model, batches, precision=precision, keep_outputs=True)
+    return evaluate_batches(model, batches, keep_outputs=True)
 
 
 #: What :func:`collapse_readings` returns, in this order (the keys of a training history row).

@@ -4,9 +4,10 @@
 momentum and weight decay; a learning rate computed per epoch by the pure function
 :func:`learning_rate` (linear warm-up, then multi-step, cosine or constant); deferred
 re-weighting (DRW: class-balanced weights from ``drw_epoch`` on); optional gradient-norm
-clipping; a chosen precision (float32 by default, as both reference codes train; bfloat16 or
-float16 autocast on request); channels-last memory for images; evaluation on the test split; a
-checkpoint after every epoch, from which ``resume=True`` continues.
+clipping; float32 throughout, as both reference codes train; channels-last memory for image
+batches; evaluation on the test split, with neural-collapse and calibration readings at a few
+of the evaluated epochs (:func:`reading_epochs`); a checkpoint after every epoch, from which
+``resume=True`` continues.
 
 The two published schedules, as configs::
 
@@ -22,13 +23,12 @@ Resuming is exact: every random choice of epoch ``e`` (batch order, crops, flips
 randomness inside the model) is a function of ``(seed, e)`` only, and the learning rate and
 class weights are functions of ``e``, so a run stopped after epoch ``e`` and resumed from its
 checkpoint ends with the same parameters, bit for bit on CPU, as a run that never stopped.
+Evaluation draws no random numbers, so what is evaluated and read never changes the training.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
 import sys
 import time
@@ -41,245 +41,38 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from palviz.checks import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_non_negative,
-    check_positive,
-    check_range,
-    check_real,
-    invalid,
-)
+from palviz.checks import invalid
 from palviz.data import BatchIterator
 from palviz.evaluation import (
-    PRECISIONS,
-    autocast,
-    check_precision,
     collapse_readings,
     eval_batch_size,
     evaluate,
     evaluate_batches,
-    grad_scaler,
     resolve_device,
 )
 from palviz.files import save_torch
 from palviz.losses import class_balanced_weights
 from palviz.losses.mixup import mixup_batch, mixup_loss
 from palviz.metrics import min_prototype_angle, nan_to_none
+from palviz.train_config import TrainConfig, evaluated_epochs, learning_rate, reading_epochs
 
-# evaluate and the device and precision helpers are palviz.evaluation's; the callers of the
-# training loop find them here too
+# the config and the schedules are palviz.train_config's, evaluate and the device helper
+# palviz.evaluation's; the callers of the training loop find them here too
 __all__ = [
-    "PRECISIONS",
     "FitRecord",
     "TrainConfig",
-    "autocast",
     "evaluate",
+    "evaluated_epochs",
     "fit",
-    "grad_scaler",
     "learning_rate",
+    "reading_epochs",
     "resolve_device",
 ]
 
-SCHEDULES = ("multistep", "cosine", "constant")
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 # Config fields that may change between a checkpoint and its resumption: they change how a
-# run is shown or how fast it goes, not which parameters it ends with (on the same device).
-_RESUMABLE_CHANGES = ("progress", "eval_every", "device", "channels_last")
-
-
-# --------------------------------------------------------------------------- config
-
-
-def _tuple_of(field: str, value: Any, check: Any, rule: str, *, empty: bool = True) -> tuple:
-    """``value`` (a list from JSON, an array: any sequence) as a tuple whose every item passes
-    ``check(name, item)``, else an error naming ``TrainConfig.<field>`` and ``rule``."""
-    name = f"TrainConfig.{field}"
-    value = tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else value
-    if not isinstance(value, tuple) or (not value and not empty):
-        raise invalid(name, value, rule)
-    try:
-        return tuple(check(name, v) for v in value)
-    except ValueError:
-        raise invalid(name, value, rule) from None
-
-
-def _is_device(name: Any) -> bool:
-    """Whether ``name`` is ``"auto"`` or the name of a torch device."""
-    try:
-        return isinstance(name, str) and (name == "auto" or torch.device(name) is not None)
-    except RuntimeError:
-        return False
-
-
-@dataclass
-class TrainConfig:
-    """Everything :func:`fit` needs besides the model, loss and data; plain data that
-    round-trips through JSON (:meth:`to_dict`, :meth:`from_dict`), every field checked once,
-    when the config is made (an error names the field, the value and what is allowed).
-
-    Optimiser: SGD with ``momentum`` (``nesterov`` optional) and ``weight_decay`` on every
-    parameter, ``batch_size`` samples per step, ``epochs`` passes over the training split.
-
-    Learning rate of epoch ``e`` (0-based; see :func:`learning_rate`):
-
-    - ``warmup_epochs = W > 0``: ``lr * (e + 1) / W`` for ``e < W`` (LDAM-DRW: ``W = 5``);
-    - ``schedule="multistep"``: ``lr`` times ``gamma ** (milestones passed)``, or, when
-      ``lr_factors`` is given, times ``lr_factors[i]`` once the ``i``-th milestone has passed
-      (LDAM-DRW's "x0.01 at 160, x0.0001 at 180" is ``milestones=(160, 180),
-      lr_factors=(0.01, 1e-4)``); a milestone ``m`` takes effect at epoch ``m``;
-    - ``schedule="cosine"``: ``eta_min + (lr - eta_min) * (1 + cos(pi * t)) / 2`` with
-      ``t = (e - W) / (epochs - W)``, which is ``CosineAnnealingLR(T_max=epochs)`` stepped per
-      epoch when ``W = 0`` (the APL set-ups);
-    - ``schedule="constant"``: ``lr``.
-
-    Milestones and ``drw_epoch`` at or past ``epochs`` are allowed and never reached (a short
-    run of a long recipe).
-
-    DRW: from epoch ``drw_epoch`` on (0-based, LDAM-DRW: 160), the loss's ``weight`` is set to
-    ``class_balanced_weights(cls_num_list, cb_beta)``, before it to ``None`` (all ones).
-
-    Data: ``augment`` (random crop with padding 4 + horizontal flip, images only),
-    ``rotation`` (a random rotation by an angle drawn uniformly from ``[-rotation, rotation]``
-    degrees, after the crop and flip, images only; APL's CIFAR-100 recipe is 20, its
-    ``RandomRotation(20)``; 0 for none), ``mean`` / ``std`` (per-channel normalisation, or
-    ``None``). ``grad_clip``: maximum gradient L2 norm (APL: 5.0), ``None`` for no clipping.
-    ``mixup_alpha``: mixup (:mod:`palviz.losses.mixup`), lam ~ Beta(alpha, alpha) per batch
-    from a generator of ``(seed, epoch)``; 0 (the default) changes nothing and draws nothing.
-
-    Precision (one of :data:`PRECISIONS`, on CPU and CUDA alike): ``"fp32"`` (the default, and
-    what both reference codes train in), ``"bf16"`` (``torch.autocast`` to bfloat16) or
-    ``"fp16"`` (autocast to float16 with a gradient scaler). Autocast computes convolutions and
-    matrix products, cosine logits included, in the low precision, so ``bf16`` and ``fp16``
-    change the results, not only the speed; a device that cannot autocast to the dtype is
-    refused when :func:`fit` starts.
-
-    Speed: ``channels_last`` stores image batches and conv weights as NHWC (on CUDA and
-    on CPU, where oneDNN convolutions are as fast or faster that way); it has no effect on
-    ``[N, D]`` inputs. ``device``: ``"auto"`` (CUDA if available), ``"cpu"``,
-    ``"cuda"``, ``"cuda:1"``, ... ``eval_every``: evaluate the test split every that many
-    epochs (and always after the last); 0 evaluates after the last epoch only. ``progress``:
-    a progress bar over epochs.
-    """
-
-    epochs: int = 200
-    batch_size: int = 128
-    lr: float = 0.1
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 2e-4
-    schedule: str = "multistep"
-    milestones: tuple[int, ...] = (160, 180)
-    gamma: float = 0.1
-    lr_factors: tuple[float, ...] | None = None
-    warmup_epochs: int = 0
-    eta_min: float = 0.0
-    drw_epoch: int | None = None
-    cb_beta: float = 0.9999
-    grad_clip: float | None = None
-    augment: bool = False
-    rotation: float = 0.0
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    precision: str = "fp32"
-    channels_last: bool = True
-    seed: int = 0
-    device: str = "auto"
-    eval_every: int = 1
-    progress: bool = True
-    mixup_alpha: float = 0.0
-
-    def __post_init__(self) -> None:
-        # Every value is checked and stored as plain Python data (tuples, ints, floats), so
-        # equal configs compare equal and the config is JSON-ready.
-        f = "TrainConfig.{}".format
-        self.epochs = check_int(f("epochs"), self.epochs, 1)
-        self.batch_size = check_int(f("batch_size"), self.batch_size, 1)
-        self.lr = check_positive(f("lr"), self.lr)
-        self.momentum = check_range(f("momentum"), self.momentum, 0.0, 1.0, high_open=True)
-        self.nesterov = check_bool(f("nesterov"), self.nesterov)
-        if self.nesterov and self.momentum == 0:
-            raise invalid(f("momentum"), self.momentum, "> 0 when nesterov=True")
-        self.weight_decay = check_non_negative(f("weight_decay"), self.weight_decay)
-        self.schedule = check_choice(f("schedule"), self.schedule, SCHEDULES)
-        rule = "a tuple of integers >= 1"
-        ms = _tuple_of("milestones", self.milestones, lambda n, v: check_int(n, v, 1), rule)
-        if any(a >= b for a, b in zip(ms[:-1], ms[1:], strict=True)):
-            raise invalid(f("milestones"), ms, "strictly increasing")
-        self.milestones = ms
-        self.gamma = check_positive(f("gamma"), self.gamma)
-        if self.lr_factors is not None:
-            rule = "None or a tuple of numbers > 0"
-            self.lr_factors = _tuple_of("lr_factors", self.lr_factors, check_positive, rule)
-            if len(self.lr_factors) != len(ms):
-                rule = f"one factor per milestone ({len(ms)}: {ms})"
-                raise invalid(f("lr_factors"), self.lr_factors, rule)
-        self.warmup_epochs = check_int(f("warmup_epochs"), self.warmup_epochs, 0)
-        self.eta_min = check_non_negative(f("eta_min"), self.eta_min)
-        if self.eta_min > self.lr:
-            raise invalid(f("eta_min"), self.eta_min, f"<= lr ({self.lr})")
-        if self.drw_epoch is not None:
-            self.drw_epoch = check_int(f("drw_epoch"), self.drw_epoch, 0)
-        self.cb_beta = check_range(f("cb_beta"), self.cb_beta, 0.0, 1.0, high_open=True)
-        if self.grad_clip is not None:
-            self.grad_clip = check_positive(f("grad_clip"), self.grad_clip)
-        self.augment = check_bool(f("augment"), self.augment)
-        self.rotation = check_range(f("rotation"), self.rotation, 0.0, 180.0)
-        rule = "None or a non-empty tuple of numbers (one per channel)"
-        for name in ("mean", "std"):
-            if getattr(self, name) is not None:
-                value = _tuple_of(name, getattr(self, name), check_real, rule, empty=False)
-                setattr(self, name, value)
-        if (self.mean is None) != (self.std is None):
-            raise invalid(f("std"), self.std, f"given together with mean (mean={self.mean!r})")
-        if self.mean is not None and len(self.mean) != len(self.std):
-            raise invalid(f("std"), self.std, f"as long as mean ({len(self.mean)} values)")
-        if self.std is not None and min(self.std) <= 0:
-            raise invalid(f("std"), self.std, "all > 0")
-        self.precision = check_choice(f("precision"), self.precision, PRECISIONS)
-        self.channels_last = check_bool(f("channels_last"), self.channels_last)
-        self.seed = check_int(f("seed"), self.seed, 0)
-        if not _is_device(self.device):
-            rule = "'auto' or a torch device name ('cpu', 'cuda', 'cuda:1', ...)"
-            raise invalid(f("device"), self.device, rule)
-        self.eval_every = check_int(f("eval_every"), self.eval_every, 0)
-        self.progress = check_bool(f("progress"), self.progress)
-        self.mixup_alpha = check_non_negative(f("mixup_alpha"), self.mixup_alpha)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready plain data (tuples become lists)."""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        """The inverse of :meth:`to_dict`; unknown keys are an error."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(names)}")
-        return cls(**d)
-
-
-def learning_rate(config: TrainConfig, epoch: int) -> float:
-    """The learning rate of (0-based) ``epoch``: warm-up, then the schedule of ``config``
-    (see :class:`TrainConfig`). A pure function, so a resumed run needs no scheduler state."""
-    if epoch < config.warmup_epochs:
-        return config.lr * (epoch + 1) / config.warmup_epochs  # LDAM-DRW: lr * (e + 1) / 5
-    if config.schedule == "constant":
-        return config.lr
-    if config.schedule == "multistep":
-        passed = sum(epoch >= m for m in config.milestones)
-        if passed == 0:
-            return config.lr
-        if config.lr_factors is not None:
-            return config.lr * config.lr_factors[passed - 1]
-        return config.lr * config.gamma**passed
-    # cosine annealing from lr (end of warm-up) towards eta_min (epoch == epochs)
-    t = (epoch - config.warmup_epochs) / max(1, config.epochs - config.warmup_epochs)
-    c = (1 + math.cos(math.pi * t)) / 2
-    # = eta_min + (lr - eta_min) * c, written so that c = 1 and c = 0 give lr and eta_min exactly
-    return config.lr * c + config.eta_min * (1 - c)
+# run is shown or what it records, not which parameters it ends with (on the same device).
+_RESUMABLE_CHANGES = ("progress", "eval_every", "readings", "device")
 
 
 # --------------------------------------------------------------------------- records
@@ -295,10 +88,11 @@ class FitRecord:
         history: one dict per epoch: ``epoch``, ``lr``, ``train_loss``, ``train_acc``,
             ``seconds`` (the training pass), and on evaluated epochs ``test_acc``,
             ``per_class_acc`` (a list; ``None`` for a class absent from the test split) and
-            ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5) and the
-            neural-collapse and calibration readings of the test split
-            (:func:`palviz.evaluation.collapse_readings`: NC1-NC4, ECE; logits scaled by the
-            loss's ``s`` where it has one, as LDAM, ELM and PAL's margin loss scale cosines).
+            ``min_prototype_angle`` (degrees, of the head's prototypes; PAL Fig. 5), and on
+            the epochs of :func:`reading_epochs` the neural-collapse and calibration readings
+            of the test split (:func:`palviz.evaluation.collapse_readings`: NC1-NC4, ECE;
+            logits scaled by the loss's ``s`` where it has one, as LDAM, ELM and PAL's margin
+            loss scale cosines).
             ``train_loss`` and ``train_acc`` are running means over the epoch: each batch's
             loss and correct predictions (on the training labels, noisy ones included, in
             training mode and with any augmentation) are counted as the batch is trained on,
@@ -395,6 +189,149 @@ def _drw_weights(
     return cb_weights
 
 
+@dataclass
+class _Loop:
+    """What the epochs of :func:`fit` share: the device, the batches, the optimiser, the DRW
+    weights, whether batches go channels-last, and the epochs evaluated and read."""
+
+    device: torch.device
+    train_batches: BatchIterator
+    test_batches: BatchIterator | None
+    optimizer: torch.optim.Optimizer
+    cb_weights: torch.Tensor | None
+    channels_last: bool
+    evaluated: frozenset[int]
+    readings: frozenset[int]
+
+
+def _prepare(
+    model: nn.Module,
+    loss_fn: nn.Module,
+    train: Any,
+    test: Any,
+    config: TrainConfig,
+    cls_num_list: list[int] | None,
+) -> _Loop:
+    """Every check of :func:`fit`'s inputs, then the model and loss on the device, the batches
+    and SGD."""
+    x, y = _split("train", train)
+    test = None if test is None else _split("test", test)
+    cb_weights = _drw_weights(model, loss_fn, config, cls_num_list)
+    if config.rotation > 0 and x.dim() != 4:
+        raise invalid(
+            "TrainConfig.rotation",
+            config.rotation,
+            f"0 for inputs that are not N x C x H x W images (got shape {tuple(x.shape)})",
+        )
+    device = resolve_device(config.device)
+    channels_last = x.dim() == 4  # image batches and conv weights as NHWC
+    model.to(device)
+    if channels_last:
+        model.to(memory_format=torch.channels_last)
+    if isinstance(loss_fn, nn.Module):
+        loss_fn.to(device)
+    stats = {"mean": config.mean, "std": config.std, "device": device}
+    train_batches = BatchIterator(
+        x, y, config.batch_size, shuffle=True, augment=config.augment,
+        rotation=config.rotation, seed=config.seed, **stats,
+    )  # fmt: skip
+    test_batches = None
+    if test is not None:
+        test_batches = BatchIterator(*test, eval_batch_size(device), shuffle=False, **stats)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+        momentum=config.momentum, nesterov=config.nesterov,
+    )  # fmt: skip
+    if cb_weights is not None:
+        cb_weights = cb_weights.to(device)
+    evaluated, readings = (frozenset(f(config)) for f in (evaluated_epochs, reading_epochs))
+    return _Loop(
+        device, train_batches, test_batches, optimizer, cb_weights, channels_last, evaluated,
+        readings,
+    )  # fmt: skip
+
+
+def _resume(
+    path: str | os.PathLike, model: nn.Module, loop: _Loop, config: TrainConfig, name: str
+) -> tuple[int, list, float, list[int]]:
+    """Load the model and optimiser of the checkpoint's last epoch; return the first epoch to
+    train, the history, the seconds so far and the epochs done at each resumption."""
+    state = torch.load(path, map_location=loop.device, weights_only=True)
+    _check_resumable(state, config, Path(path))
+    model.load_state_dict(state["model"])
+    loop.optimizer.load_state_dict(state["optimizer"])
+    start = state["epoch"] + 1
+    resumed_from = [*map(int, state["resumed_from"]), start]
+    print(
+        f"resuming {name} from epoch {start} of {config.epochs} (attempt {len(resumed_from) + 1})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return start, state["history"], state["seconds"], resumed_from
+
+
+def _train_pass(
+    model: nn.Module, loss_fn: nn.Module, loop: _Loop, config: TrainConfig, epoch: int
+) -> tuple[float, float]:
+    """The SGD steps of ``epoch``; the training loss and accuracy as running means over it,
+    each batch counted before its step, summed on the device (no host sync per batch)."""
+    model.train()
+    loss_sum = torch.zeros((), device=loop.device)
+    correct = torch.zeros((), dtype=torch.long, device=loop.device)
+    mix_rng = np.random.default_rng([config.seed, epoch, 2]) if config.mixup_alpha > 0 else None
+    for xb, yb in loop.train_batches.epoch(epoch):
+        xb, mix = mixup_batch(xb, mix_rng, config.mixup_alpha)  # lam x + (1 - lam) x[perm]
+        if loop.channels_last:
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        if getattr(loss_fn, "needs_features", False):  # IB: the penultimate features
+            logits, features = model.forward_features(xb)
+            kw = {"features": features}
+        else:
+            logits, kw = model(xb), {}
+        loss = mixup_loss(loss_fn, logits, yb, mix, **kw)  # L(z, y) without mixup
+        loop.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        loop.optimizer.step()
+        loss_sum += loss.detach() * len(yb)
+        correct += (logits.detach().argmax(1) == yb).sum()
+    n = loop.train_batches.num_samples
+    return loss_sum.item() / n, correct.item() / n
+
+
+def _test_row(model: nn.Module, loss_fn: nn.Module, loop: _Loop, read: bool) -> dict[str, Any]:
+    """The test split's accuracy and per-class accuracy and the head's minimum prototype
+    angle (PAL Fig. 5: how far apart the class vectors are); with ``read``, the neural-collapse
+    and calibration readings too."""
+    result = evaluate_batches(model, loop.test_batches, keep_outputs=read)
+    row = {"test_acc": result["acc"], "per_class_acc": nan_to_none(result["per_class_acc"])}
+    head = getattr(model, "head", None)
+    if getattr(head, "prototypes", None) is not None:
+        row["min_prototype_angle"] = min_prototype_angle(head.prototypes.float().cpu())
+        if read:
+            row.update(collapse_readings(result, head, getattr(loss_fn, "s", 1.0)))
+    return row
+
+
+def _record(
+    config: TrainConfig, history: list[dict], seconds: float, resumed_from: list[int]
+) -> FitRecord:
+    """The run's record: the last and the best of the evaluated epochs' test accuracies."""
+    evaluated = [r for r in history if "test_acc" in r]
+    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
+    return FitRecord(
+        config=config.to_dict(),
+        history=history,
+        final=dict(history[-1]),
+        last_acc=history[-1].get("test_acc"),
+        best_acc=None if best is None else best["test_acc"],
+        best_epoch=None if best is None else best["epoch"],
+        seconds=seconds,
+        resumed_from=list(resumed_from),
+    )
+
+
 # --------------------------------------------------------------------------- fit
 
 
@@ -426,8 +363,8 @@ def fit(
         config: a :class:`TrainConfig` (default: ``TrainConfig()``).
         cls_num_list: training count of each class; required when ``config.drw_epoch`` is set.
         checkpoint_path: where to write a checkpoint after every epoch (atomically; load
-            with ``torch.load(path, weights_only=True)``): ``model``, ``optimizer`` and
-            ``scaler`` state dicts, ``epoch``, ``history``, ``config``, ``seconds``.
+            with ``torch.load(path, weights_only=True)``): ``model`` and ``optimizer`` state
+            dicts, ``epoch``, ``history``, ``config``, ``seconds``, ``resumed_from``.
         resume: continue from ``checkpoint_path`` if it exists (from the epoch after the one
             it holds; the config must match, see ``_RESUMABLE_CHANGES``); start afresh if it
             does not. A resumption prints ``resuming NAME from epoch N of M (attempt A)`` to
@@ -438,65 +375,18 @@ def fit(
     Returns:
         A :class:`FitRecord`.
     """
-    # -- every check before any work
     config = TrainConfig() if config is None else config
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    x, y = _split("train", train)
-    test = None if test is None else _split("test", test)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs a checkpoint_path")
-    cb_weights = _drw_weights(model, loss_fn, config, cls_num_list)
-    if config.rotation > 0 and x.dim() != 4:
-        raise invalid(
-            "TrainConfig.rotation",
-            config.rotation,
-            f"0 for inputs that are not N x C x H x W images (got shape {tuple(x.shape)})",
-        )
-    device = resolve_device(config.device)
-    check_precision(device, config.precision, "TrainConfig.precision")
-
-    # -- device, data, optimiser (SGD; a gradient scaler that is active with float16 only)
-    channels_last = config.channels_last and x.dim() == 4
-    model.to(device)
-    if channels_last:
-        model.to(memory_format=torch.channels_last)
-    if isinstance(loss_fn, nn.Module):
-        loss_fn.to(device)
-    stats = {"mean": config.mean, "std": config.std, "device": device}
-    train_batches = BatchIterator(
-        x, y, config.batch_size, shuffle=True, augment=config.augment,
-        rotation=config.rotation, seed=config.seed, **stats,
-    )  # fmt: skip
-    test_batches = None
-    if test is not None:
-        test_batches = BatchIterator(*test, eval_batch_size(device), shuffle=False, **stats)
-    optimizer = torch.optim.SGD(
-        model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-        momentum=config.momentum, nesterov=config.nesterov,
-    )  # fmt: skip
-    scaler = grad_scaler(device, config.precision)
-    if cb_weights is not None:
-        cb_weights = cb_weights.to(device)
-
-    # -- resume: the model, optimiser and scaler of the last finished epoch
+    loop = _prepare(model, loss_fn, train, test, config, cls_num_list)
     start, history, seconds, resumed_from = 0, [], 0.0, []
     if resume and Path(checkpoint_path).exists():
-        state = torch.load(checkpoint_path, map_location=device, weights_only=True)
-        _check_resumable(state, config, Path(checkpoint_path))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        start, history, seconds = state["epoch"] + 1, state["history"], state["seconds"]
-        resumed_from = [*map(int, state["resumed_from"]), start]
-        print(
-            f"resuming {name or checkpoint_path} from epoch {start} of {config.epochs} "
-            f"(attempt {len(resumed_from) + 1})",
-            file=sys.stderr,
-            flush=True,
+        start, history, seconds, resumed_from = _resume(
+            checkpoint_path, model, loop, config, name or str(checkpoint_path)
         )
 
-    # -- train
     bar = tqdm(
         range(start, config.epochs), initial=start, total=config.epochs, desc="fit",
         unit="epoch", disable=not config.progress,
@@ -506,94 +396,35 @@ def fit(
         # the seed, the learning rate and the class weights of an epoch are functions of it
         torch.manual_seed(_epoch_seed(config.seed, epoch))  # model-side randomness, if any
         lr = learning_rate(config, epoch)
-        for group in optimizer.param_groups:
+        for group in loop.optimizer.param_groups:
             group["lr"] = lr
-        if cb_weights is not None:  # DRW: all ones (None) before drw_epoch, then class-balanced
-            loss_fn.weight = cb_weights if epoch >= config.drw_epoch else None
+        if loop.cb_weights is not None:  # DRW: all ones (None) before drw_epoch, then balanced
+            loss_fn.weight = loop.cb_weights if epoch >= config.drw_epoch else None
         if hasattr(loss_fn, "set_epoch"):  # a loss with stages of its own (IB)
             loss_fn.set_epoch(epoch, config.epochs)
-        model.train()
-        # running means over the epoch, each batch counted before its step, summed on the
-        # device (no host sync per batch)
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
-        mix_rng = np.random.default_rng([config.seed, epoch, 2]) if config.mixup_alpha > 0 else None
-        for xb, yb in train_batches.epoch(epoch):
-            xb, mix = mixup_batch(xb, mix_rng, config.mixup_alpha)  # lam x + (1 - lam) x[perm]
-            if channels_last:
-                xb = xb.contiguous(memory_format=torch.channels_last)
-            with autocast(device, config.precision):
-                if getattr(loss_fn, "needs_features", False):  # IB: the penultimate features
-                    logits, features = model.forward_features(xb)
-                    kw = {"features": features}
-                else:
-                    logits, kw = model(xb), {}
-                loss = mixup_loss(loss_fn, logits, yb, mix, **kw)  # L(z, y) without mixup
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if config.grad_clip is not None:
-                scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            scaler.step(optimizer)
-            scaler.update()
-            loss_sum += loss.detach().float() * len(yb)
-            correct += (logits.detach().argmax(1) == yb).sum()
-        n = train_batches.num_samples
+        train_loss, train_acc = _train_pass(model, loss_fn, loop, config, epoch)
         row: dict[str, Any] = {
             "epoch": epoch,
             "lr": lr,
-            "train_loss": loss_sum.item() / n,
-            "train_acc": correct.item() / n,
-            "seconds": time.perf_counter() - t0,
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "seconds": time.perf_counter() - t0,  # the training pass
         }
-        # evaluate every eval_every epochs, and always after the last
-        due = config.eval_every and (epoch + 1) % config.eval_every == 0
-        if test_batches is not None and (due or epoch == config.epochs - 1):
-            result = evaluate_batches(
-                model, test_batches, precision=config.precision, keep_outputs=True
-            )
-            row["test_acc"] = result["acc"]
-            row["per_class_acc"] = nan_to_none(result["per_class_acc"])
-            head = getattr(model, "head", None)
-            if getattr(head, "prototypes", None) is not None:
-                # PAL Fig. 5: how far apart the class vectors are; neural collapse, calibration
-                row["min_prototype_angle"] = min_prototype_angle(head.prototypes.float().cpu())
-                row.update(collapse_readings(result, head, getattr(loss_fn, "s", 1.0)))
+        if loop.test_batches is not None and epoch in loop.evaluated:
+            row.update(_test_row(model, loss_fn, loop, read=epoch in loop.readings))
         history.append(row)
         seconds += time.perf_counter() - t0
         if checkpoint_path is not None:
-            save_torch(
-                checkpoint_path,
-                {
-                    "format": CHECKPOINT_FORMAT,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scaler": scaler.state_dict(),
-                    "epoch": epoch,
-                    "history": history,
-                    "config": config.to_dict(),
-                    "seconds": seconds,
-                    "resumed_from": resumed_from,
-                },
-            )
-        shown = {"loss": f"{row['train_loss']:.3f}", "acc": f"{row['train_acc']:.3f}"}
+            state = {"format": CHECKPOINT_FORMAT, "model": model.state_dict(),
+                     "optimizer": loop.optimizer.state_dict(), "epoch": epoch,
+                     "history": history, "config": config.to_dict(), "seconds": seconds,
+                     "resumed_from": resumed_from}  # fmt: skip
+            save_torch(checkpoint_path, state)
+        shown = {"loss": f"{train_loss:.3f}", "acc": f"{train_acc:.3f}"}
         if "test_acc" in row:
             shown["test"] = f"{row['test_acc']:.3f}"
         bar.set_postfix(shown)
     bar.close()
-
-    # -- the record
     if not history:
         raise ValueError(f"nothing to train: epochs={config.epochs}, start={start}")
-    evaluated = [r for r in history if "test_acc" in r]
-    best = max(evaluated, key=lambda r: r["test_acc"], default=None)
-    return FitRecord(
-        config=config.to_dict(),
-        history=history,
-        final=dict(history[-1]),
-        last_acc=history[-1].get("test_acc"),
-        best_acc=None if best is None else best["test_acc"],
-        best_epoch=None if best is None else best["epoch"],
-        seconds=seconds,
-        resumed_from=list(resumed_from),
-    )
+    return _record(config, history, seconds, resumed_from)

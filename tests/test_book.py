@@ -5,7 +5,8 @@ nothing loaded from the network.
 
 The built book is the one of ``$PALVIZ_BOOK`` (a ``build/smoke/`` folder that ``make test``
 fills before the tests, so the notebooks run once), else this module runs ``palviz figures
---profile smoke`` itself into temporary folders (a few minutes on two cores)."""
+--profile smoke`` itself into temporary folders (a few minutes on two cores; see
+``tests/book_support.py``)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,17 @@ import ast
 import base64
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from book_support import smoke_book
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from PIL import Image
 
-from palviz import book, timings
+from palviz import book, book_search, timings
 from palviz.cli import figures as cli_figures
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -295,48 +294,11 @@ def test_executed_copy_holds_the_figures(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ the built book
 
-#: A socket guard for the processes of ``palviz figures`` where ``unshare -n`` is refused:
-#: every connection but a Unix socket's (the kernels' channels) raises.
-GUARD = """import socket
-_connect = socket.socket.connect
-def _refuse(self, address):
-    if self.family != socket.AF_UNIX:
-        raise OSError("network cut by the book test: " + repr(address))
-    return _connect(self, address)
-socket.socket.connect = _refuse
-"""
-
-
-def _network_cut() -> list[str]:
-    for command in (["unshare", "-n"], ["unshare", "-rn"]):
-        if shutil.which("unshare") and subprocess.run([*command, "true"]).returncode == 0:
-            return command
-    return []
-
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """``build/smoke/`` with its book: ``$PALVIZ_BOOK``, else ``palviz figures --profile
-    smoke`` run now with the network cut."""
-    given = os.environ.get("PALVIZ_BOOK")
-    if given:
-        assert (Path(given) / "book" / "index.html").is_file(), f"no book in {given}"
-        return Path(given)
-    base = tmp_path_factory.mktemp("book")
-    env = {**os.environ, "PALVIZ_BUILD": str(base / "build"), "PALVIZ_FIGURES": str(base / "f")}
-    env["PALVIZ_RUNS"] = os.environ.get("PALVIZ_RUNS") or str(base / "runs")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    cut = _network_cut()
-    if not cut:
-        (base / "guard").mkdir()
-        (base / "guard" / "sitecustomize.py").write_text(GUARD)
-        env["PYTHONPATH"] = os.pathsep.join([str(base / "guard"), env["PYTHONPATH"]])
-    command = [*cut, sys.executable, "-m", "palviz", "figures", "--profile", "smoke"]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, (
-        f"palviz figures failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    )
-    return base / "build" / "smoke"
+    """``build/smoke/`` with its book (:func:`book_support.smoke_book`)."""
+    return smoke_book(tmp_path_factory.mktemp("book"))
 
 
 def _pages(built: Path) -> list[Path]:
@@ -437,3 +399,77 @@ def test_a_cell_that_writes_prose_has_its_code_folded_on_the_page():
     page = book.lesson_source(nb, "01_a", "", {})
     assert page.cells[2].metadata["tags"] == ["hide-input"]
     assert "tags" not in page.cells[1].metadata
+
+
+# ------------------------------------------------------------------ the search page's snippets
+
+
+@pytest.mark.parametrize(
+    ("tex", "plain"),
+    [
+        ("\\(k = 10\\)", "k = 10"),
+        ("\\(\\gamma_{\\min} \\le \\frac{k}{k-1}\\)", "γ_min ≤ k/(k-1)"),
+        ("\\(w_i^\\top w_j = -\\frac{1}{k-1}\\)", "w_iᵀ w_j = -1/(k-1)"),
+        ("\\(\\rho = \\frac{n_{\\max}}{n_{\\min}}\\)", "ρ = n_max/n_min"),
+        ("\\[\\frac{1}{K}\\sum_k \\lVert w_k \\rVert^2\\]", "1/K Σ_k ‖ w_k ‖^2"),
+        ("\\(\\mathcal{L}_{\\text{CE}}\\)", "L_CE"),
+        ("3. The per-class margins \\Delta_j", "3. The per-class margins Δ_j"),
+    ],
+)
+def test_maths_reads_as_plain_text_in_a_snippet(tex, plain):
+    assert book_search.readable_tex(tex) == plain
+
+
+def test_a_pages_search_text_is_its_article_without_chrome_title_or_code():
+    html = (
+        '<html><body><div class="article-header-buttons">Light Dark</div>'
+        '<nav class="bd-toc"><span class="math">\\(s\\)</span></nav>'
+        '<article class="bd-article"><h1>02 · Title<a class="headerlink">#</a></h1>'
+        '<p>With <span class="math notranslate">\\(k = 10\\)</span> classes<br>and'
+        " &amp; more.</p>"
+        '<div class="cell_input"><pre>print("code")</pre></div>'
+        '<div class="cell_output"><pre>printed 0.5</pre></div>'
+        "<script>var x = 1;</script></article>"
+        "<footer>next page</footer></body></html>"
+    )
+    assert book_search.article_text(html) == "With k = 10 classes and & more. printed 0.5"
+
+
+def test_maths_titles_of_the_search_index_read_as_plain_text():
+    index = {"titles": ["02 · A lesson"], "alltitles": {"9. Move \\lambda yourself": []}}
+    assert book_search.maths_titles(index) == {"9. Move \\lambda yourself": "9. Move λ yourself"}
+
+
+def test_search_page_alone_gets_every_pages_text_without_tex(built):
+    book_dir = built / "book"
+    data = (book_dir / "_static" / book_search.TEXT_FILE).read_text(encoding="utf-8")
+    data = json.loads(data[data.index("{") : data.rindex("}") + 1])
+    pages = {p.relative_to(book_dir).with_suffix("").as_posix() for p in _pages(built)}
+    pages = {p for p in pages if not p.startswith("_static/")} - {"search", "genindex"}
+    assert set(data["pages"]) == pages
+    for doc, text in data["pages"].items():
+        assert "\\(" not in text and "\\[" not in text, (doc, _around(text, "\\("))
+    assert "minority collapse" in data["pages"]["notebooks/02_minority_collapse"].lower()
+    search = (book_dir / "search.html").read_text(encoding="utf-8")
+    assert book_search.TEXT_FILE in search and book_search.SNIPPET_FILE in search
+    lesson = _lesson_pages(built)["02"].read_text(encoding="utf-8")
+    assert book_search.TEXT_FILE not in lesson  # only the search page loads the texts
+
+
+def _around(text: str, part: str, width: int = 60) -> str:
+    at = text.find(part)
+    return text[max(0, at - width) : at + width]
+
+
+def test_the_built_syllabus_shows_each_lessons_goals_as_a_list_and_lesson_00s_table(built):
+    html = (built / "book" / "syllabus.html").read_text(encoding="utf-8")
+    sections = re.split(r'<section id="[^"]+">', html[html.index("<article") :])[1:]
+    found = {re.search(r'href="notebooks/(\d\d)_', s).group(1): s for s in sections}
+    assert sorted(found) == NUMBERS
+    assert "<table" in found["00"].split("<strong>Goals.</strong>")[1]
+    for number in NUMBERS[1:]:
+        goals = found[number].split("<strong>Goals.</strong>")[1]
+        assert goals.count("<li>") >= 3, f"lesson {number}'s goals are not a list"
+        assert 'href="#../' not in goals, f"lesson {number}: a link the syllabus cannot follow"
+    front = (built / "book" / "index.html").read_text(encoding="utf-8").replace("’", "'")
+    assert re.sub(r"\s+", " ", book.course_length()) in re.sub(r"\s+", " ", front)

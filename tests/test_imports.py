@@ -13,13 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "palviz"
 
 #: Modules started from outside: ``python -m palviz``, the ``palviz`` command, the
-#: notebooks' one name for the experiments and their parameters check.
+#: notebooks' one name for the experiments and their parameters check, and the book's Sphinx
+#: extension (named in ``docs/conf.py``).
 ENTRY_POINTS = {
     "palviz",
     "palviz.__main__",
     "palviz.cli",
     "palviz.experiments",
     "palviz.parameters",
+    "palviz.book_search",
 }
 
 

@@ -1,6 +1,6 @@
 """The ``paper`` profile as the reference code trains it: each model's classifier layer
 initialised as its reference does (LDAM-DRW's ``kaiming_normal_``, APL's ``xavier_uniform_``),
-APL's ``RandomRotation(20)`` on CIFAR-100, the training precision as a field of its own, and
+APL's ``RandomRotation(20)`` on CIFAR-100, float32 training as both references train, and
 every departure from the reference code declared once, and named in docs/departures.md.
 
 Expected values are the reference definitions, computed here: Kaiming-normal (fan-in, gain
@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import warnings
 from pathlib import Path
 
 import pytest
@@ -26,18 +25,16 @@ from torchvision.transforms import functional as TF
 
 import palviz
 from palviz import data as pdata
-from palviz import evaluation
-from palviz import train as ptrain
 from palviz.cpu import pin_label
 from palviz.data import BatchIterator, rotate_images
 from palviz.data.batches import _epoch_generator
-from palviz.experiments import departures, profiles, recipes, runcache
+from palviz.experiments import departures, recipes, runcache
 from palviz.experiments.runcache import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
 from palviz.models import ARCHS, HEAD_INITS, make_model, resnet32
 from palviz.threads import single_thread
-from palviz.train import PRECISIONS, TrainConfig, evaluate, fit
+from palviz.train import TrainConfig, evaluate, fit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,27 +152,12 @@ def test_the_key_hashes_the_spec_as_it_is():
     assert s.key() == s.replace(label="x", train={"progress": True}).key()
 
 
-def test_precision_and_rotation_change_the_key():
-    keys = {spec(precision=p).key() for p in PRECISIONS}
-    keys |= {spec("cnn_digits", "digits", rotation=r).key() for r in (0, 20)}
-    assert len(keys) == len(PRECISIONS) + 2
-
-
-def test_precision_round_trips_through_json():
-    for p in PRECISIONS:
-        s = spec(precision=p, rotation=0)
-        back = RunSpec.from_dict(json.loads(json.dumps(s.to_dict())))
-        assert back == s and back.train.precision == p and back.key() == s.key()
-    config = TrainConfig(precision="bf16", rotation=20)
-    assert TrainConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
-
-
-@pytest.mark.parametrize("bad", ["fp64", "float32", "", None, 16])
-def test_an_unknown_precision_is_refused_naming_the_field_and_the_choices(bad):
-    with pytest.raises(ValueError) as err:
-        TrainConfig(precision=bad)
-    text = str(err.value)
-    assert "TrainConfig.precision" in text and all(p in text for p in PRECISIONS)
+def test_rotation_changes_the_key_and_round_trips_through_json():
+    keys = {spec("cnn_digits", "digits", rotation=r).key() for r in (0, 20)}
+    assert len(keys) == 2
+    s = spec("cnn_digits", "digits", rotation=20)
+    back = RunSpec.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert back == s and back.train.rotation == 20 and back.key() == s.key()
 
 
 def test_a_config_with_a_field_palviz_does_not_have_is_refused_naming_it():
@@ -309,101 +291,23 @@ def test_fit_refuses_a_rotation_of_inputs_that_are_not_images():
             config=TrainConfig(epochs=1, rotation=10, progress=False, device="cpu"))  # fmt: skip
 
 
-# --------------------------------------------------------------------------- precision
+# --------------------------------------------------------------------------- float32
 
 
-def test_every_paper_run_trains_in_float32_as_both_references_do():
-    assert profiles.PAPER_PRECISION == "fp32"
-    specs = recipes.lt_grid(profile="paper", methods=("CE", "LDAM-DRW"))
-    specs += [
-        recipes.noisy_spec("CE", 0.4, profile="paper", dataset=d)
-        for d in ("mnist", "cifar10", "cifar100")
-    ]
-    assert {s.train.precision for s in specs} == {"fp32"}
-
-
-def tiny_data() -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(0)
-    return torch.randn(64, 40, generator=g), torch.arange(64) % 4
-
-
-def tiny_config(precision: str) -> TrainConfig:
-    return TrainConfig(
-        epochs=1, batch_size=16, lr=0.05, schedule="constant", precision=precision,
-        device="cpu", progress=False,
-    )  # fmt: skip
-
-
-def tiny_fit(precision: str, tmp_path: Path):
-    """One epoch of the 1-D MLP on CPU, recording the dtype of its first layer's output."""
+def test_training_and_evaluation_run_in_float32_as_both_references_do():
     net = fresh("mlp1d", 4)
     seen = []
     first = next(m for m in net.modules() if isinstance(m, nn.Linear))
     first.register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
-    data = tiny_data()
-    config = tiny_config(precision)
-    record = fit(net, CrossEntropyLoss(), data, data, config, checkpoint_path=tmp_path / "c.pt")
-    return net, record, set(seen)
-
-
-@pytest.mark.parametrize(
-    ("precision", "dtype"),
-    [("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)],
-)
-def test_each_precision_trains_a_step_on_the_cpu_in_its_dtype(precision, dtype, tmp_path):
-    before = fresh("mlp1d", 4).state_dict()
-    net, record, seen = tiny_fit(precision, tmp_path)
-    assert seen == {dtype}  # training and evaluation alike
+    g = torch.Generator().manual_seed(0)
+    data = torch.randn(64, 40, generator=g), torch.arange(64) % 4
+    config = TrainConfig(epochs=1, batch_size=16, lr=0.05, schedule="constant", device="cpu",
+                         progress=False)  # fmt: skip
+    record = fit(net, CrossEntropyLoss(), data, data, config)
+    assert set(seen) == {torch.float32}  # training and evaluation alike
     assert math.isfinite(record.final["train_loss"]) and record.last_acc is not None
-    assert any(not torch.equal(before[k], v) for k, v in net.state_dict().items())
-    assert all(p.dtype == torch.float32 for p in net.parameters())  # float32 master weights
-    scaler = torch.load(tmp_path / "c.pt", weights_only=True)["scaler"]
-    assert bool(scaler) == (precision == "fp16")  # a gradient scaler for float16 only
-
-
-def test_evaluate_takes_the_precision_too():
-    net = fresh("mlp1d", 4).eval()
-    x, y = torch.randn(32, 40), torch.arange(32) % 4
-    full = evaluate(net, x, y, device="cpu")["logits"]
-    half = evaluate(net, x, y, device="cpu", precision="bf16")["logits"]
-    assert full.dtype == half.dtype == torch.float32
-    assert not torch.equal(full, half) and torch.allclose(full, half, atol=0.1)
-    with pytest.raises(ValueError, match="precision"):
-        evaluate(net, x, y, device="cpu", precision="half")
-
-
-def test_a_device_that_cannot_autocast_to_the_dtype_is_refused_before_training(monkeypatch):
-    real = torch.autocast
-
-    def unsupported(device_type, dtype=None, enabled=True, **kw):
-        if enabled and dtype == torch.float16:
-            # what torch does when a device does not support the dtype
-            warnings.warn(
-                "In CPU autocast, but the target dtype is not supported.", UserWarning, stacklevel=2
-            )
-            return real(device_type, dtype=dtype, enabled=False)
-        return real(device_type, dtype=dtype, enabled=enabled, **kw)
-
-    monkeypatch.setattr(torch, "autocast", unsupported)
-    net = fresh("mlp1d", 4)
-    before = {k: v.clone() for k, v in net.state_dict().items()}
-    config = TrainConfig(epochs=1, precision="fp16", device="cpu", progress=False)
-    with pytest.raises(ValueError, match=r"TrainConfig.precision.*cpu.*not supported.*'fp16'"):
-        fit(net, CrossEntropyLoss(), (torch.randn(8, 40), torch.arange(8) % 4), config=config)
-    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
-
-
-def test_a_checkpoint_of_one_precision_does_not_resume_in_another(tmp_path):
-    _, first, _ = tiny_fit("fp32", tmp_path)
-    path, data, config = tmp_path / "c.pt", tiny_data(), tiny_config("fp32")
-    for precision in ("bf16", "fp16"):  # another precision is another run
-        with pytest.raises(ValueError, match=f"precision: 'fp32' -> '{precision}'"):
-            fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, None,
-                dataclasses.replace(config, precision=precision), checkpoint_path=path,
-                resume=True)  # fmt: skip
-    record = fit(fresh("mlp1d", 4), CrossEntropyLoss(), data, data, config,
-                 checkpoint_path=path, resume=True)  # fmt: skip
-    assert record.history == first.history  # read back: the finished epoch, nothing trained
+    assert evaluate(net, *data, device="cpu")["logits"].dtype == torch.float32
+    assert not {"precision", "amp"} & {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 # --------------------------------------------------------------------------- departures
@@ -422,11 +326,4 @@ def test_the_departures_page_names_every_declared_departure_and_no_other():
         section = declared[topic]
         anchor = section.replace(".", "")
         assert details.startswith(f"[docs/reference.md {section}](reference.md#{anchor}-"), topic
-    assert {"Precision", "Model selection", "Label noise"} <= set(declared)
-
-
-def test_the_train_module_keeps_one_list_of_precisions():
-    assert ptrain.PRECISIONS == tuple(evaluation._AUTOCAST_DTYPES)
-    assert TrainConfig().precision == "fp32"
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    assert "amp" not in names and {"precision", "rotation"} <= names
+    assert {"Model selection", "Label noise"} <= set(declared)

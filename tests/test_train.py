@@ -12,6 +12,7 @@ import pytest
 import torch
 from torch import nn
 
+from palviz.evaluation import COLLAPSE_KEYS
 from palviz.losses import CrossEntropyLoss, MAELoss, class_balanced_weights
 from palviz.models import make_model
 from palviz.train import (
@@ -19,8 +20,10 @@ from palviz.train import (
     FitRecord,
     TrainConfig,
     evaluate,
+    evaluated_epochs,
     fit,
     learning_rate,
+    reading_epochs,
     resolve_device,
 )
 
@@ -170,6 +173,8 @@ def test_constant_schedule_keeps_lr_after_warm_up():
         ("std", (0.2, 0.0, 0.2), "all > 0"),
         ("device", "gpu", "torch device"),
         ("eval_every", -1, ">= 0"),
+        ("readings", -1, ">= 0"),
+        ("readings", 2.0, "integer"),
         ("seed", -3, ">= 0"),
         ("lr", float("nan"), "finite"),
     ],
@@ -385,14 +390,13 @@ def test_grad_clip_bounds_the_gradient_norm_of_every_step():
     assert sgd_step_norm(0.01) == pytest.approx(0.01, rel=1e-3)
 
 
-def test_a_resnet32_runs_on_cifar_shaped_uint8_images_with_augmentation_and_channels_last():
+def test_a_resnet32_trains_on_cifar_shaped_uint8_images_with_augmentation_channels_last():
     train, test = cifar_like(64), cifar_like(32, seed=1)
     cfg = quiet(
         epochs=2,
         batch_size=32,
         lr=0.1,
         augment=True,
-        channels_last=True,
         mean=CIFAR_MEAN,
         std=CIFAR_STD,
         device="cpu",
@@ -424,7 +428,7 @@ def test_the_checkpoint_loads_with_weights_only_and_leaves_no_temporary_file(tmp
     fit(net, CrossEntropyLoss(), blobs(64), blobs(32, seed=1), cfg, checkpoint_path=path)
     assert list(tmp_path.iterdir()) == [path]
     state = torch.load(path, weights_only=True)
-    assert {"model", "optimizer", "scaler", "epoch", "history", "config"} <= set(state)
+    assert {"model", "optimizer", "epoch", "history", "config"} <= set(state)
     assert state["epoch"] == 1 and len(state["history"]) == 2
     assert state["config"] == cfg.to_dict()
     for name, value in net.state_dict().items():
@@ -487,7 +491,6 @@ def test_resuming_reproduces_augmented_channels_last_image_batches_bit_for_bit(t
     cfg = quiet(
         epochs=4,
         augment=True,
-        channels_last=True,
         mean=(0.5,),
         std=(0.25,),
         schedule="multistep",
@@ -554,7 +557,7 @@ def test_resuming_with_another_config_is_an_error_naming_the_change(tmp_path):
         CrossEntropyLoss(),
         blobs(64),
         None,
-        quiet(epochs=2, progress=False, eval_every=0),
+        quiet(epochs=2, progress=False, eval_every=0, readings=0),
         checkpoint_path=path,
         resume=True,
     )
@@ -683,3 +686,52 @@ def test_evaluated_epochs_record_nc1_and_the_ece_of_the_logits_the_loss_scales()
     _, ece_unscaled = _nc1_and_ece_by_hand(h, z, y.numpy(), 4)
     assert abs(ece - ece_unscaled) > 1e-3
     assert 0.0 <= last["nc4"] <= 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The readings: at a few evaluated epochs
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reading_epochs_are_the_first_the_last_and_evenly_spaced_evaluated_epochs():
+    # 5 evaluated epochs, 3 readings: evaluated epoch numbers round(i * (5 - 1) / (3 - 1)) = 0, 2, 4
+    assert reading_epochs(TrainConfig(epochs=5, readings=3)) == (0, 2, 4)
+    assert reading_epochs(TrainConfig(epochs=5, readings=1)) == (4,)
+    assert reading_epochs(TrainConfig(epochs=5, readings=0)) == ()
+    assert reading_epochs(TrainConfig(epochs=5, readings=9)) == (0, 1, 2, 3, 4)
+    # eval_every=2 over 7 epochs evaluates after epochs 1, 3, 5, 6: readings among those only
+    assert evaluated_epochs(TrainConfig(epochs=7, eval_every=2)) == (1, 3, 5, 6)
+    assert reading_epochs(TrainConfig(epochs=7, eval_every=2, readings=2)) == (1, 6)
+    assert reading_epochs(TrainConfig(epochs=7, eval_every=0, readings=4)) == (6,)
+
+
+@pytest.mark.parametrize("epochs", [10, 90, 200])
+def test_the_readings_spread_over_training_with_gaps_that_differ_by_at_most_one(epochs):
+    config = TrainConfig(epochs=epochs, readings=10)
+    read = reading_epochs(config)
+    assert len(read) == 10 and read[0] == 0 and read[-1] == epochs - 1
+    gaps = np.diff(read)
+    assert gaps.min() >= 1 and gaps.max() - gaps.min() <= 1
+
+
+def test_collapse_readings_are_recorded_at_the_reading_epochs_only():
+    x, y = blobs(96)
+    cfg = quiet(epochs=5, readings=3)
+    record = fit(model(head="cosine"), CrossEntropyLoss(), (x, y), (x, y), cfg)
+    with_readings = [r["epoch"] for r in record.history if "nc1" in r]
+    assert with_readings == list(reading_epochs(cfg)) == [0, 2, 4]
+    for row in record.history:
+        assert {"test_acc", "per_class_acc", "min_prototype_angle"} <= set(row)  # every epoch
+        assert (set(COLLAPSE_KEYS) <= set(row)) == (row["epoch"] in with_readings)
+
+
+def test_the_readings_do_not_change_the_training():
+    train, test = blobs(96), blobs(48, seed=1)
+    runs = []
+    for readings in (0, 4):
+        net = model(head="cosine", seed=2)
+        record = fit(net, CrossEntropyLoss(), train, test, quiet(epochs=4, readings=readings))
+        runs.append((params(net), [r["test_acc"] for r in record.history]))
+    (p0, acc0), (p1, acc1) = runs
+    assert acc0 == acc1
+    assert all(torch.equal(p0[k], p1[k]) for k in p0)

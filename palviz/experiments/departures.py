@@ -178,13 +178,6 @@ DEPARTURES: tuple[Departure, ...] = (
         "6",
     ),
     Departure(
-        "Precision",
-        "both codes train in float32",
-        "float32 by default in every profile; `TrainConfig(precision='bf16')` or `'fp16'` "
-        "(autocast, the convolutions and cosine logits in half precision) departs when chosen",
-        "6",
-    ),
-    Departure(
         "Model selection",
         "LDAM-DRW `cifar_train.py` reports the epoch with the best test accuracy",
         "the last epoch, and the best test epoch beside it, labelled as such",

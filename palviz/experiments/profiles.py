@@ -18,14 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The precision of every ``paper`` run: float32, because both reference codes train in it
-#: (LDAM-DRW's ``cifar_train.py`` and APL's ``trainer.py`` use no autocast). bfloat16 or
-#: float16 autocast would compute the convolutions and the cosine logits (scaled by s = 30
-#: afterwards) in half precision and so change the results, not only the speed; a GPU run may
-#: still choose one (``TrainConfig(precision=...)``), as a departure
-#: (:data:`palviz.experiments.departures.DEPARTURES`).
-PAPER_PRECISION = "fp32"
-
 # The long-tailed methods of the full and paper grids, named (the registry may hold more).
 _LT_ALL = (
     "CE",
@@ -134,7 +126,6 @@ LONG_TAILED_PROFILES: dict[str, dict[str, Any]] = {
             "lr": 0.1,
             "weight_decay": 2e-4,
             "augment": True,
-            "precision": PAPER_PRECISION,
         },
     },
 }
@@ -144,7 +135,6 @@ _APL_TRAIN = {
     "momentum": 0.9,
     "schedule": "cosine",
     "grad_clip": 5.0,
-    "precision": PAPER_PRECISION,
 }
 # APL's per-channel statistics (its dataset.py), which differ from the LDAM-DRW constants the
 # long-tailed runs (and palviz.data.dataset_info) use.

@@ -25,7 +25,7 @@ from palviz import data as pdata
 from palviz.checks import check_choices
 from palviz.experiments import methods as pmethods
 from palviz.experiments.methods import dataset_family
-from palviz.experiments.profiles import LONG_TAILED_PROFILES, NOISY_PROFILES, PAPER_PRECISION
+from palviz.experiments.profiles import LONG_TAILED_PROFILES, NOISY_PROFILES
 from palviz.experiments.runcache import RunSpec
 from palviz.files import resolve_profile
 from palviz.theory import noise_aware_scale
@@ -115,8 +115,7 @@ def _recipe(task: str, row: Mapping[str, Any], dataset: str) -> dict:
 def expand_schedule(train: Mapping[str, Any]) -> dict:
     """The TrainConfig fields of a profile's ``train`` entry. ``shape="ldam-drw"``: LDAM-DRW's
     schedule scaled to ``epochs``: linear warm-up (5 of 200 epochs, none below 10 epochs), DRW
-    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9, float32
-    (:data:`PAPER_PRECISION`); the
+    and lr x0.01 at 80 % (160 of 200), x0.0001 at 90 % (180 of 200), SGD momentum 0.9; the
     entry's other keys (and explicit ``milestones``, ``drw_epoch``, ...) are kept as given.
     Without ``shape`` the entry is returned as it is."""
     train = dict(train)
@@ -139,7 +138,6 @@ def expand_schedule(train: Mapping[str, Any]) -> dict:
         "warmup_epochs": max(1, round(epochs * 5 / 200)) if epochs >= 10 else 0,
         "drw_epoch": first,
         "augment": False,
-        "precision": PAPER_PRECISION,
     }
     return {**shaped, **train}
 

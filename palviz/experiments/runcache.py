@@ -501,9 +501,7 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             name=f"{spec.key()} ({spec.label})" if spec.label else spec.key(),
         )
         x_test, y_test = prepared["test"]
-        ev = evaluate(
-            model, x_test, y_test, mean=config.mean, std=config.std, precision=config.precision
-        )
+        ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
     seconds = time.perf_counter() - start
     metrics = _summarise(spec, record, ev, model, prepared, seconds)
     if spec.toy is not None:

@@ -50,12 +50,13 @@ def plot_collapse_over_training(
 ) -> None:
     """One panel per entry of ``panels`` (key, title, log axis), one line per method:
     ``series`` maps a label to ``{key: (epochs, values)}`` (e.g. from
-    ``palviz.experiments.history_series``); ``marks`` draws a dotted vertical line per named
-    epoch (e.g. ``{"DRW": 72}``). 0 is neural collapse on every panel."""
+    ``palviz.experiments.history_series``: the epochs read, each drawn as a marker on the
+    line); ``marks`` draws a dotted vertical line per named epoch (e.g. ``{"DRW": 72}``). 0 is
+    neural collapse on every panel."""
     for ax, (key, title, log) in zip(axes, panels, strict=True):
         for label, by_key in series.items():
             epochs, values = by_key[key]
-            ax.plot(epochs, values, lw=1.4, label=label)
+            ax.plot(epochs, values, lw=1.4, marker="o", ms=3, label=label)  # a marker a reading
         for name, epoch in (marks or {}).items():
             ax.axvline(epoch, color="0.5", ls=":", lw=1)
             ax.annotate(name, (epoch, 1), xycoords=("data", "axes fraction"), fontsize=7,
