@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from palviz import data as pdata
-from palviz.checks import check_choices
+from palviz.checks import check_choice, check_choices
 from palviz.experiments import methods as pmethods
 from palviz.experiments.methods import dataset_family
 from palviz.experiments.profiles import LONG_TAILED_PROFILES, NOISY_PROFILES
@@ -53,6 +53,7 @@ def lt_method(name: str, pal: bool = False, orientation: str = "random") -> dict
     orientation than the default is labelled e.g. ``"CE+PAL (axis)"``.
     """
     m = pmethods.method("long_tailed", name + ("+PAL" * bool(pal)))  # checks the name
+    check_choice("orientation", orientation, pmethods.ORIENTATIONS)
     head, head_kw = m.head(orientation=orientation)
     return {
         "loss": m.loss,
