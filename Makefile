@@ -49,7 +49,7 @@ test: install-test lint
 		$(if $(NETCUT),$(NETCUT),) $(PY) -m palviz figures --profile smoke
 	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs PALVIZ_REQUIRE_CLUSTER=1 \
 		$(if $(NETCUT),PALVIZ_BOOK=$(CURDIR)/build/smoke,) \
-		$(PY) -m pytest tests -p no:cacheprovider
+		$(PY) -m pytest tests -p no:cacheprovider --durations=25
 
 # The browser test needs Debian's chromium and chromium-driver (.ci/run installs them).
 test-browser: install-test
