@@ -11,8 +11,7 @@ themselves when preempted).
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
 - :func:`make_executor` the executors of ``palviz sweep`` (sbatch and submitit report their
   own errors: a refused job array is submitit's ``FailedJobError``, in sbatch's words);
-- :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array;
-- :func:`activation_bytes` what a training step of a network holds in memory.
+- :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array.
 
 Stopping: Ctrl-C (or, under the ``palviz`` command, SIGTERM) during :func:`run_many` cancels
 the queued runs, ends the local workers at once (a run in flight stops mid-epoch; it resumes
@@ -484,45 +483,3 @@ def run_grouped(
     flat = [spec for specs in groups.values() for spec in specs]
     results = iter(run_many(flat, workers=workers, desc=desc))
     return {name: [next(results) for _ in specs] for name, specs in groups.items()}
-
-
-# --------------------------------------------------------------------------- memory
-
-
-def activation_bytes(model: Any, input_shape: tuple[int, ...], batch_size: int) -> dict:
-    """What one training step of ``model`` on a batch of ``batch_size`` inputs of
-    ``input_shape`` (without the batch axis) holds, in bytes, measured on the CPU in float32:
-
-    - ``parameters``: the weights; ``gradients`` and ``momentum``: as many again each (SGD);
-    - ``activations``: the outputs of every leaf module in one forward pass (forward hooks),
-      which autograd keeps for the backward pass (an upper bound: in-place ReLUs share theirs);
-    - ``total``: their sum. With AMP on a GPU the activations take about half as much; the
-      CUDA context (about 300-500 MB per process) and the allocator's slack come on top.
-    """
-    seen = {"bytes": 0}
-
-    def hook(_module, _inputs, output):
-        outputs = output if isinstance(output, (tuple, list)) else (output,)
-        for out in outputs:
-            if torch.is_tensor(out):
-                seen["bytes"] += out.numel() * out.element_size()
-
-    handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
-    try:
-        with contextlib.ExitStack():
-            model.train()
-            x = torch.zeros(batch_size, *input_shape)
-            model(x)
-    finally:
-        for handle in handles:
-            handle.remove()
-    params = sum(p.numel() * p.element_size() for p in model.parameters())
-    input_bytes = batch_size * int(torch.tensor(input_shape).prod()) * 4
-    out = {
-        "parameters": params,
-        "gradients": params,
-        "momentum": params,
-        "activations": seen["bytes"] + input_bytes,
-    }
-    out["total"] = sum(out.values())
-    return out
