@@ -113,7 +113,6 @@ def test_a_worker_sees_only_its_own_gpu(monkeypatch):
     workers.pin_gpu(slots)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.delenv("PALVIZ_WORKER_SLOT")
 
 
 HOLDER = """
