@@ -184,15 +184,6 @@ def test_evaluate_claims_errors_name_the_argument(frame):
         )
 
 
-def test_claim_checks_its_fields():
-    with pytest.raises(ValueError, match="notebook must be two digits, e.g. '06', got '6'"):
-        pc.Claim("6", "c", "s", "CE", "PAL")
-    with pytest.raises(ValueError, match="direction must be .*got 2"):
-        pc.Claim("06", "c", "s", "CE", "PAL", direction=2)
-    with pytest.raises(ValueError, match="baseline must be a non-empty string, got ''"):
-        pc.Claim("06", "c", "s", "", "PAL")
-
-
 # ------------------------------------------------------------------ claims.csv, markdown
 
 
@@ -460,10 +451,6 @@ def test_a_family_needs_one_text_and_reading_and_single_means_one(frame):
     d = pc.Claim("06", "x", "s", "CE", "same", {"imbalance_ratio": 100}, family="g")
     with pytest.raises(ValueError, match="reading of family 'g' must be 'all' or 'any'"):
         ct.evaluate_claims(frame, [c, d], profile="smoke", paper_steps=None)
-    with pytest.raises(ValueError, match="reading must be one of"):
-        pc.Claim("06", "x", "s", "CE", "PAL", reading="most")
-    with pytest.raises(ValueError, match="seeds must be None or a non-empty tuple"):
-        pc.Claim("06", "x", "s", "CE", "PAL", seeds=(1, 1))
 
 
 def test_claim_seeds_restrict_the_pairs(frame):
@@ -620,7 +607,7 @@ def test_each_claim_is_read_at_the_last_and_the_best_epoch_side_by_side():
     assert "not stated" in table
 
 
-def test_paper_reads_comes_from_the_quote_and_is_checked():
+def test_paper_reads_comes_from_the_quote():
     from palviz.experiments import recipes
 
     assert {q.paper_reads for q in pc.QUOTES.values()} == {"not stated"}  # PAL, ELM excerpts
@@ -628,10 +615,6 @@ def test_paper_reads_comes_from_the_quote_and_is_checked():
     claims += pc.noisy_claims(recipes.noisy_setup("quick"))
     for c in claims:
         assert c.paper_reads == ("" if c.source == "palviz" else "not stated"), c.family
-    with pytest.raises(ValueError, match=r"paper_reads must be one of \('best', 'last', 'not st"):
-        pc.Claim("06", "x", "s", "CE", "PAL", paper_reads="final")
-    with pytest.raises(ValueError, match="paper_reads must be one of"):
-        pc.Quote("PAL", "Sec. 1", "a sentence", paper_reads="")
 
 
 # ------------------------------------------------------------ the rival: fixed ETF + DR

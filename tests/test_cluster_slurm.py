@@ -148,34 +148,48 @@ class FakeJob:
         return f"result of {self.name}"
 
 
-def test_results_come_as_jobs_finish_not_in_submission_order():
+def test_results_come_as_jobs_finish_not_in_submission_order(tmp_path, monkeypatch):
     clock = [0]
     ready = {"a": 3, "b": 1, "c": 2, "d": 1}  # a was requeued and finishes last
     jobs = {name: FakeJob(name, at, clock) for name, at in ready.items()}
+    monkeypatch.setattr(cluster.time, "sleep", lambda _: clock.__setitem__(0, clock[0] + 1))
     seen = []
-    for key, result in cluster._as_finished(
-        jobs, poll=0, sleep=lambda _: clock.__setitem__(0, clock[0] + 1)
-    ):
+    for key, result in cluster._as_finished(jobs, tmp_path / "submitit.log"):
         seen.append((clock[0], key))
         assert result == f"result of {key}"
     assert seen == sorted((at, name) for name, at in ready.items())  # by time, then submission
 
 
+class JobWithoutAccounting(FakeJob):
+    """A job whose every poll prints what submitit and sacct print without Slurm accounting:
+    sacct's error from a command it starts, and submitit's warning through its log handlers."""
+
+    def done(self) -> bool:
+        subprocess.run(["sh", "-c", "echo 'Slurm accounting storage is disabled' >&2"])
+        call = self.clock[0] + 1
+        logging.getLogger("submitit").warning(
+            f"Call #{call} - Bypassing sacct error 1, status may be inaccurate."
+        )
+        return super().done()
+
+    def result(self) -> str:
+        return f"result of {self.name}"  # no poll: a finished job's result is on disk
+
+
 def test_sacct_errors_stay_out_of_the_progress_bar_but_for_one_line(tmp_path, capfd, monkeypatch):
     log_file = tmp_path / "submitit.log"
-    quiet = cluster._QuietPolls(log_file)
     logger = logging.getLogger("submitit")
     # like submitit's two handlers, on the terminal's stdout and stderr
     streams = [open(fd, "w", closefd=False) for fd in (1, 2)]
     monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(f) for f in streams])
-    try:
-        for call in range(1, 4):  # three polls, each with sacct failing as without accounting
-            with quiet():
-                subprocess.run(["sh", "-c", "echo 'Slurm accounting storage is disabled' >&2"])
-                logger.warning(f"Call #{call} - Bypassing sacct error 1, status may be inaccurate.")
+    clock = [0]
+    monkeypatch.setattr(cluster.time, "sleep", lambda _: clock.__setitem__(0, clock[0] + 1))
+    try:  # three polls, each with sacct failing as without accounting
+        done = list(cluster._as_finished({"a": JobWithoutAccounting("a", 2, clock)}, log_file))
     finally:
         for stream in streams:
             stream.close()
+    assert done == [("a", "result of a")]
     out, err = capfd.readouterr()
     assert "Bypassing" not in out + err and "accounting storage" not in out + err
     assert err.count("cannot read job states with sacct") == 1 and str(log_file) in err

@@ -113,7 +113,6 @@ def test_a_worker_sees_only_its_own_gpu(monkeypatch):
     workers.pin_gpu(slots)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    monkeypatch.delenv("PALVIZ_WORKER_SLOT")
 
 
 HOLDER = """
@@ -329,14 +328,6 @@ def test_a_script_without_main_guard_gets_a_clear_error(runs, tmp_path):
     assert done.returncode != 0
     assert 'without `if __name__ == "__main__":`' in done.stderr
     assert "WorkerStartError" in done.stderr
-
-
-def test_resnet32_memory_estimate_is_reported():
-    from palviz.models import make_model
-
-    sizes = cluster.activation_bytes(make_model("resnet32", 10), (3, 32, 32), 128)
-    assert 1.5e6 < sizes["parameters"] < 2.5e6  # 0.46 M float32 parameters
-    assert 2e8 < sizes["activations"] < 6e8
 
 
 def test_a_pool_takes_the_runs_with_most_steps_first():

@@ -15,7 +15,7 @@ the verdicts, "consistent" when the comparison lies measurably on the side the p
 "contradicted" when it lies measurably on the other side, else "inconclusive at this size" (a
 small profile often cannot tell; that is a finding about the profile, not about the paper).
 Each comparison is read twice, side by side: at the last epoch and at the best one
-(:data:`BEST_EPOCH`), beside the epoch the paper reads (:data:`PAPER_READS`).
+(:data:`BEST_EPOCH`), beside the epoch the paper reads (:class:`Quote` ``paper_reads``).
 :mod:`palviz.experiments.claims_table` reads the claims against the runs with them
 (:func:`~palviz.experiments.claims_table.evaluate_claims`) and prints the table.
 """
@@ -23,10 +23,10 @@ Each comparison is read twice, side by side: at the last epoch and at the best o
 from __future__ import annotations
 
 import numbers
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,6 @@ import pandas as pd
 
 from palviz.checks import invalid
 from palviz.files import atomic_write, figures_dir, resolve_profile
-from palviz.stats import READINGS, check_direction
-
-#: Which epoch a paper's numbers are read at, as its text says (:class:`Claim`
-#: ``paper_reads``): the ``"best"`` epoch (the highest test accuracy over the epochs, what
-#: LDAM-DRW's reference code reports as ``best_acc1``), the ``"last"`` one, or ``"not
-#: stated"``.
-PAPER_READS = ("best", "last", "not stated")
 
 #: The best-epoch twin of a metric read at the last epoch: each claim on ``"last_acc"`` is also
 #: read on ``"best_acc"``, side by side (the ``best_`` columns of :data:`CLAIM_COLUMNS`).
@@ -76,15 +69,14 @@ CLAIM_COLUMNS = (
     "paper_steps",
 )
 
-#: The number columns: from ``n_seeds`` on, all but the verdicts.
-_NUMBER_COLUMNS = tuple(
-    c
+#: The type of each number column (from ``n_seeds`` on, all but the verdicts): ``int`` seed
+#: counts, nullable integer steps, float numbers.
+_DTYPES = {
+    c: {"n_seeds": int, "steps_per_run": "Int64", "paper_steps": "Int64"}.get(c, float)
     for c in CLAIM_COLUMNS[CLAIM_COLUMNS.index("n_seeds") :]
     if c not in ("verdict", "best_verdict")
-)
-_TEXT_COLUMNS = tuple(c for c in CLAIM_COLUMNS if c not in _NUMBER_COLUMNS)
-
-_NOTEBOOK = re.compile(r"^\d\d$")
+}
+_TEXT_COLUMNS = [c for c in CLAIM_COLUMNS if c not in _DTYPES]
 
 
 # ------------------------------------------------------------------------------------ claims
@@ -111,9 +103,8 @@ class Claim:
       (``"all"``: the text says every setting; ``"any"``; ``"single"``: one comparison);
     - ``seeds``: the seeds read (``None``: every seed both methods ran), e.g. a
       replication on seeds another profile never used;
-    - ``paper_reads``: which epoch the paper's numbers are read at, one of
-      :data:`PAPER_READS` (a paper's claim: its :class:`Quote`'s), or ``""`` for a question
-      of palviz's own, not a paper's.
+    - ``paper_reads``: which epoch the paper's numbers are read at (a paper's claim: its
+      :class:`Quote`'s), or ``""`` for a question of palviz's own, not a paper's.
     """
 
     notebook: str
@@ -130,41 +121,14 @@ class Claim:
     paper_reads: str = "not stated"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.notebook, str) or not _NOTEBOOK.match(self.notebook):
-            raise invalid("notebook", self.notebook, "two digits, e.g. '06'")
-        for name in ("claim", "source", "baseline", "method", "metric"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise invalid(name, value, "a non-empty string")
-        if not isinstance(self.where, Mapping):
-            raise invalid("where", self.where, "a dict of frame column -> value")
-        object.__setattr__(self, "where", dict(self.where))
-        object.__setattr__(self, "direction", check_direction(self.direction))
-        if not isinstance(self.family, str):
-            raise invalid("family", self.family, "a string (empty: the claim's text)")
-        object.__setattr__(self, "family", self.family.strip() or self.claim)
-        if self.reading not in READINGS:
-            raise invalid("reading", self.reading, f"one of {READINGS}")
-        if self.paper_reads not in (*PAPER_READS, ""):
-            rule = f"one of {PAPER_READS}, or '' for a question that is not a paper's"
-            raise invalid("paper_reads", self.paper_reads, rule)
-        if self.seeds is not None:
-            seeds = self.seeds
-            ok = isinstance(seeds, tuple | list) and len(seeds) > 0
-            ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in seeds)
-            if not ok or len(set(seeds)) != len(seeds):
-                raise invalid("seeds", seeds, "None or a non-empty tuple of distinct integers")
-            object.__setattr__(self, "seeds", tuple(seeds))
-
-    def setting(self) -> str:
-        """``where`` as text: ``"noise_kind = symmetric, noise_rate = 0.4"``."""
-        return ", ".join(f"{k} = {_value_text(v)}" for k, v in self.where.items())
+        object.__setattr__(self, "family", self.family or self.claim)
 
     def comparison(self) -> str:
-        """``"<method> - <baseline> (<setting>)"`` (without the brackets for an empty
-        ``where``)."""
+        """``"<method> - <baseline> (<setting>)"``, the setting ``where`` as text
+        (``"noise_kind = symmetric, noise_rate = 0.4"``; no brackets for an empty ``where``)."""
+        setting = ", ".join(f"{k} = {_value_text(v)}" for k, v in self.where.items())
         text = f"{self.method} - {self.baseline}"
-        return f"{text} ({self.setting()})" if self.where else text
+        return f"{text} ({setting})" if self.where else text
 
 
 def _value_text(value: Any) -> str:
@@ -189,53 +153,33 @@ def claim_runs(groups: Mapping[Any, Sequence[Any]], exclude: Iterable[Any] = ())
     if unknown:
         raise invalid("exclude", sorted(map(str, unknown)), f"names of groups {list(groups)}")
     unique: dict[str, Any] = {}
-    for name, runs in groups.items():
-        if name not in excluded:
-            for r in runs:
-                unique.setdefault(r.spec.key(), r)
+    for r in (r for name, runs in groups.items() if name not in excluded for r in runs):
+        unique.setdefault(r.spec.key(), r)
     return list(unique.values())
 
 
 def seeds_text(seeds: Iterable[Any]) -> str:
     """``[0, 1, 2, 3, 4]`` as ``"0-4"``, ``[0, 2, 5, 6]`` as ``"0, 2, 5-6"``; ``""`` if none."""
     values = sorted({int(x) for x in seeds})
-    parts, i = [], 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(f"{values[i]}" if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ", ".join(parts)
+    # the values of a run of consecutive ones share their value minus their position
+    runs = [[v for _, v in run] for _, run in groupby(enumerate(values), lambda iv: iv[1] - iv[0])]
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 # ------------------------------------------------------------------------------ claims.csv
 
 
 def typed_claims(df: pd.DataFrame) -> pd.DataFrame:
-    """The column types of a claims frame: text, ``int`` seeds, float numbers, nullable
-    integer steps."""
-    df = df.copy()
-    for column in _TEXT_COLUMNS:
-        df[column] = df[column].fillna("").astype(str).astype(object)
-    df["n_seeds"] = df["n_seeds"].astype(int)
-    for column in _NUMBER_COLUMNS:
-        if column not in ("n_seeds", "steps_per_run", "paper_steps"):
-            df[column] = df[column].astype(float)
-    for column in ("steps_per_run", "paper_steps"):
-        df[column] = pd.to_numeric(df[column], errors="coerce").astype("Int64")
+    """The column types of a claims frame (:data:`_DTYPES`), text columns as ``str`` objects."""
+    df = df.astype(_DTYPES)
+    df[_TEXT_COLUMNS] = df[_TEXT_COLUMNS].fillna("").astype(str).astype(object)
     return df.reset_index(drop=True)
-
-
-def claims_path(profile: str) -> Path:
-    """``figures_dir(profile) / "claims.csv"``."""
-    return figures_dir(resolve_profile(profile)) / "claims.csv"
 
 
 def read_claims(profile: str) -> pd.DataFrame:
     """The rows of ``claims.csv`` of ``profile`` (columns :data:`CLAIM_COLUMNS`; an empty
     frame when no notebook has written any)."""
-    return read_claims_file(claims_path(profile))
+    return read_claims_file(figures_dir(resolve_profile(profile)) / "claims.csv")
 
 
 def read_claims_file(path: str | Path) -> pd.DataFrame:
@@ -244,21 +188,20 @@ def read_claims_file(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         return typed_claims(pd.DataFrame(columns=list(CLAIM_COLUMNS)))
-    text_columns = _TEXT_COLUMNS
     df = pd.read_csv(
         path,
-        dtype={c: str for c in text_columns},
+        dtype={c: str for c in _TEXT_COLUMNS},
         keep_default_na=False,
-        na_values={c: ["", "NaN", "nan"] for c in CLAIM_COLUMNS if c not in text_columns},
+        na_values={c: ["", "NaN", "nan"] for c in _DTYPES},
     )
     if list(df.columns) != list(CLAIM_COLUMNS):
         raise ValueError(f"{path} has columns {list(df.columns)}, not {list(CLAIM_COLUMNS)}")
     return typed_claims(df)
 
 
-def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> Path:
-    """Merge ``rows`` (:func:`~palviz.experiments.claims_table.evaluate_claims`, or several
-    such frames) into ``figures_dir(profile) / "claims.csv"`` and return its path.
+def write_claims(rows: pd.DataFrame, profile: str) -> Path:
+    """Merge ``rows`` (:func:`~palviz.experiments.claims_table.evaluate_claims`) into
+    ``figures_dir(profile) / "claims.csv"`` and return its path.
 
     The rows already there for the same ``(profile, notebook)`` pairs as ``rows`` are
     replaced, all others kept; the file is sorted by notebook (stably: a family row stays
@@ -274,34 +217,24 @@ def write_claims(rows: pd.DataFrame | Iterable[pd.DataFrame], profile: str) -> P
             another profile.
     """
     profile = resolve_profile(profile)
-    if not isinstance(rows, pd.DataFrame):
-        frames = list(rows)
-        if not all(isinstance(f, pd.DataFrame) for f in frames):
-            raise invalid("rows", rows, "a DataFrame of evaluate_claims or a list of them")
-        rows = (
-            pd.concat(frames, ignore_index=True)
-            if frames
-            else pd.DataFrame(columns=list(CLAIM_COLUMNS))
-        )
-    if list(rows.columns) != list(CLAIM_COLUMNS):
-        raise invalid("rows", list(rows.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    columns = list(rows.columns) if isinstance(rows, pd.DataFrame) else rows
+    if not isinstance(rows, pd.DataFrame) or columns != list(CLAIM_COLUMNS):
+        raise invalid("rows", columns, f"a frame with columns {list(CLAIM_COLUMNS)}")
     others = sorted(set(rows["profile"]) - {profile})
     if others:
         raise invalid("rows", others, f"rows of profile {profile!r} only (profile column)")
     new = typed_claims(rows)
-    path = claims_path(profile)
+    path = figures_dir(profile) / "claims.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     # Two notebooks run at once (palviz figures --jobs 2) may both merge their claims: the
     # read-merge-write below holds a file lock, so neither loses the other's rows.
     with filelock.FileLock(str(path.with_name(f".{path.name}.lock"))):
         try:
-            old = read_claims(profile)
+            old = read_claims_file(path)
         except ValueError as error:  # written by another version of palviz: start afresh
             warnings.warn(f"{error}; its rows are dropped, the file is rewritten", stacklevel=2)
             old = typed_claims(pd.DataFrame(columns=list(CLAIM_COLUMNS)))
-        replaced = set(zip(new["profile"], new["notebook"], strict=True))
-        pairs = zip(old["profile"], old["notebook"], strict=True)
-        keep = [(p, nb) not in replaced for p, nb in pairs]
+        keep = ~(old["profile"].eq(profile) & old["notebook"].isin(new["notebook"]))
         merged = pd.concat([old[keep], new], ignore_index=True) if len(old) else new
         merged = typed_claims(merged).sort_values(["notebook"], kind="stable")
         with atomic_write(path, "w") as handle:
@@ -317,17 +250,15 @@ class Quote:
     """A sentence of a paper, verbatim (a typo kept and marked ``[sic]``), and where it stands.
     ``docs/reference.md`` ("Quoted sentences") holds the paper's passage around it; a test
     checks that each quote is in it word for word. ``paper_reads``: the epoch at which the
-    paper reports the numbers the sentence is about, one of :data:`PAPER_READS`, as its text
-    says (the claims built from the quote carry it)."""
+    paper reports the numbers the sentence is about, as its text says (the claims built from
+    the quote carry it): the ``"best"`` epoch (the highest test accuracy over the epochs, what
+    LDAM-DRW's reference code reports as ``best_acc1``), the ``"last"`` one, or ``"not
+    stated"``."""
 
     paper: str
     location: str
     text: str
     paper_reads: str = "not stated"
-
-    def __post_init__(self) -> None:
-        if self.paper_reads not in PAPER_READS:
-            raise invalid("paper_reads", self.paper_reads, f"one of {PAPER_READS}")
 
 
 #: The sentences the claims quote, by key.
@@ -390,30 +321,47 @@ ELM_TABLE = (
 )
 
 
-def _source(key: str) -> str:
-    q = QUOTES[key]
-    return f"{q.paper}, {q.location}"
-
-
 def _quoted(key: str) -> dict[str, str]:
     """The fields of a :class:`Claim` that come from ``QUOTES[key]``: its text, its source and
-    the epoch the paper reads."""
+    the epoch the paper reads; a paper's sentence holds in every setting (``reading="all"``)."""
     q = QUOTES[key]
-    return {"claim": q.text, "source": _source(key), "paper_reads": q.paper_reads}
+    source = f"{q.paper}, {q.location}"
+    return {"claim": q.text, "source": source, "paper_reads": q.paper_reads, "reading": "all"}
 
 
-def _paper_claim(
-    notebook: str, key: str, family: str, baseline: str, method: str, where: dict, seeds: Any
-) -> Claim:
-    """The claim ``QUOTES[key]`` read as ``method - baseline`` at ``where``, one of the
-    comparisons of ``family`` that must all hold (``reading="all"``)."""
-    return Claim(notebook, **_quoted(key), baseline=baseline, method=method, where=where,
-                 family=family, reading="all", seeds=seeds)  # fmt: skip
+def _question(text: str, comparisons: int) -> dict[str, str]:
+    """The fields of a :class:`Claim` that asks palviz's own question ``text`` (no paper to read
+    it at an epoch), over ``comparisons`` comparisons (``"all"`` of them, or a ``"single"`` one)."""
+    reading = "all" if comparisons > 1 else "single"
+    return {"claim": text, "source": "palviz", "paper_reads": "", "reading": reading}
 
 
-def _replication(setup: Mapping[str, Any]) -> tuple[tuple[int, ...], str] | None:
+def _claims(notebook: str, families: list, seeds: Any, tag: str) -> list[Claim]:
+    """The claims of ``notebook``, family by family: of each ``(name, fields, pairs, wheres)``
+    of ``families``, ``method - baseline`` for each ``(baseline, method)`` of ``pairs`` at each
+    setting of ``wheres``, setting by setting, on ``seeds``, ``tag`` appended to the name."""
+    suffix = f" {tag}" if tag else ""
+    return [
+        Claim(notebook, baseline=b, method=m, where=w, family=name + suffix, seeds=seeds, **fields)
+        for name, fields, pairs, wheres in families
+        for w in wheres
+        for b, m in pairs
+    ]
+
+
+def _replicated(
+    claims_of: Any, setup: Mapping[str, Any], seeds: Any, recipe: Any, **changes: Any
+) -> list[Claim]:
+    """``claims_of`` the setup (``recipe(profile, datasets)``, with ``changes``) of the profile
+    that ``setup``'s ``replication`` (``{"seeds": fresh, "of": profile}``) replicates, at the
+    datasets ``setup`` trains, read on the fresh seeds and tagged ``"(replication, seeds
+    5-9)"``; none without a replication or within one (``seeds`` given)."""
     rep = setup.get("replication")
-    return None if not rep else (tuple(rep["seeds"]), rep["of"])
+    if seeds is not None or not rep:
+        return []
+    fresh = tuple(rep["seeds"])
+    first = {**recipe(rep["of"], [*setup["datasets"]]), **changes}
+    return claims_of(first, seeds=fresh, tag=f"(replication, seeds {seeds_text(fresh)})")
 
 
 def long_tailed_claims(
@@ -435,61 +383,28 @@ def long_tailed_claims(
     names. A setup with ``replication`` (``full``: ``{"seeds": (5, ..., 9), "of": "quick"}``)
     also gets the families of that profile's setup read on the fresh seeds, tagged
     ``"(replication, seeds 5-9)"``."""
-    settings = [(d, r) for d in setup["datasets"] for r in setup["ratios"]]
+    from palviz.experiments.recipes import long_tailed_setup
+
+    wheres = [
+        {"dataset": d, "imbalance_ratio": r} for d in setup["datasets"] for r in setup["ratios"]
+    ]
     methods = tuple(setup["methods"])
     pal = [m for m in setup.get("pal_methods", methods) if m in methods]
-    suffix = f" {tag}" if tag else ""
-    common = {"seeds": seeds}
-    claims = []
-    for dataset, rho in settings:
-        where = {"dataset": dataset, "imbalance_ratio": rho}
-        for m in pal:
-            family = "PAL boosts long-tailed methods" + suffix
-            claims.append(_paper_claim("06", "pal_lt", family, m, m + "+PAL", where, seeds))
+    pal_pairs = [(m, m + "+PAL") for m in pal]
+    families = [("PAL boosts long-tailed methods", _quoted("pal_lt"), pal_pairs, wheres)]
     if "ELM-DRW" in methods:
-        for dataset, rho in settings:
-            where = {"dataset": dataset, "imbalance_ratio": rho}
-            for m in (m for m in methods if m in ELM_TABLE):
-                family = "ELM-DRW highest in all ratios" + suffix
-                claims.append(_paper_claim("06", "elm_lt", family, m, "ELM-DRW", where, seeds))
+        elm = [(m, "ELM-DRW") for m in methods if m in ELM_TABLE]
+        families.append(("ELM-DRW highest in all ratios", _quoted("elm_lt"), elm, wheres))
     if "ETF+DR" in methods:  # the rival against PAL (CE+PAL) and a learnable classifier (CE)
-        bases = ["CE+PAL"] * ("CE" in pal) + ["CE"] * ("CE" in methods)
-        reading = "all" if len(bases) * len(settings) > 1 else "single"
-        for (dataset, rho), base in ((s, b) for s in settings for b in bases):
-            where = {"dataset": dataset, "imbalance_ratio": rho}
-            kw = {"paper_reads": "", "family": RIVAL_FAMILY + suffix, "reading": reading}
-            claims.append(Claim("06", _RIVAL, "palviz", base, "ETF+DR", where, **kw, **common))
-    if "CE" in pal:
-        for o in setup["orientations"]:
-            for dataset, rho in settings:
-                where = {"dataset": dataset, "imbalance_ratio": rho}
-                claims.append(
-                    Claim(
-                        "06",
-                        _ORIENT.format(o=o),
-                        "palviz",
-                        "CE+PAL",
-                        f"CE+PAL ({o})",
-                        where,
-                        paper_reads="",  # palviz's question: no paper to read it at an epoch
-                        family=f"{o} orientation" + suffix,
-                        reading="all" if len(settings) > 1 else "single",
-                        **common,
-                    )
-                )
-    rep = _replication(setup) if seeds is None else None
-    if rep:
-        from palviz.experiments.recipes import long_tailed_setup
-
-        fresh, of = rep
-        first = long_tailed_setup(of, setup["datasets"])  # the datasets trained here
-        first = {**first, "orientations": ()}
-        claims += long_tailed_claims(first, seeds=fresh, tag=_tag(fresh))
-    return claims
-
-
-def _tag(seeds: Sequence[int]) -> str:
-    return f"(replication, seeds {seeds_text(seeds)})"
+        rival = [(b, "ETF+DR") for b in ["CE+PAL"] * ("CE" in pal) + ["CE"] * ("CE" in methods)]
+        question = _question(_RIVAL, len(rival) * len(wheres))
+        families.append((RIVAL_FAMILY, question, rival, wheres))
+    for o in setup["orientations"] if "CE" in pal else ():
+        question = _question(_ORIENT.format(o=o), len(wheres))
+        families.append((f"{o} orientation", question, [("CE+PAL", f"CE+PAL ({o})")], wheres))
+    # the replication reads no orientation
+    again = _replicated(long_tailed_claims, setup, seeds, long_tailed_setup, orientations=())
+    return _claims("06", families, seeds, tag) + again
 
 
 def noisy_claims(
@@ -509,40 +424,27 @@ def noisy_claims(
     The APL family is declared in every profile, so a profile that does not train it says
     so ("not run in this profile"); a replication leaves out what it does not train.
     ``seeds`` and ``tag`` as for :func:`long_tailed_claims`; ``replication`` likewise."""
-    suffix = f" {tag}" if tag else ""
-    settings = [("symmetric", eta) for eta in setup["symmetric"]]
-    settings += [("asymmetric", eta) for eta in setup["asymmetric"]]
-    pair = {"CE", "CE+FNPAL"}
+    from palviz.experiments.recipes import noisy_setup
+
+    settings = [(kind, eta) for kind in ("symmetric", "asymmetric") for eta in setup[kind]]
     table = set(setup["methods"]) & set(setup["asymmetric_methods"])
     head = setup["headline"]
     head_methods = set(head["methods"])
-    claims = []
+    # a replication reads only the APLs that the replicated profile trains
+    apls = [x for x in ("NCE+RCE", "NFL+RCE") if seeds is None or {x, x + "+FNPAL"} <= head_methods]
+    same_s = [("CE+FNPN", "CE+FNPAL")]
+    same_s += [(f"CE+FNPN s={x:g}", f"CE+FNPAL s={x:g}") for x in setup["fnpn_scales"]]
+    ce = ("CE+FNPAL beats CE in all noisy cases", _quoted("ce_fnpal"))
+    apl = ("FNPAL gains on APLs", _quoted("apl_fnpal"))
+    fnpn = ("FNPAL beats FNPN under the same s", _quoted("fnpn"))
+    families = []
     for dataset in setup["datasets"]:
-        if pair <= table | head_methods:
-            for kind, eta in settings:
-                where = {"dataset": dataset, "noise_kind": kind, "noise_rate": eta}
-                family = "CE+FNPAL beats CE in all noisy cases" + suffix
-                claims.append(
-                    _paper_claim("07", "ce_fnpal", family, "CE", "CE+FNPAL", where, seeds)
-                )
-        where = {"dataset": dataset, "noise_kind": head["kind"], "noise_rate": head["eta"]}
-        for apl in ("NCE+RCE", "NFL+RCE"):
-            if seeds is not None and not {apl, apl + "+FNPAL"} <= head_methods:
-                continue  # a replication reads only what the replicated profile trains
-            family = "FNPAL gains on APLs" + suffix
-            claims.append(
-                _paper_claim("07", "apl_fnpal", family, apl, apl + "+FNPAL", where, seeds)
-            )
+        noisy = [{"dataset": dataset, "noise_kind": k, "noise_rate": eta} for k, eta in settings]
+        headline = [{"dataset": dataset, "noise_kind": head["kind"], "noise_rate": head["eta"]}]
+        if {"CE", "CE+FNPAL"} <= table | head_methods:
+            families.append((*ce, [("CE", "CE+FNPAL")], noisy))
+        families.append((*apl, [(x, x + "+FNPAL") for x in apls], headline))
         if {"CE+FNPN", "CE+FNPAL"} <= head_methods:
-            labels = [("CE+FNPN", "CE+FNPAL")]
-            labels += [(f"CE+FNPN s={x:g}", f"CE+FNPAL s={x:g}") for x in setup["fnpn_scales"]]
-            for base, method in labels:
-                family = "FNPAL beats FNPN under the same s" + suffix
-                claims.append(_paper_claim("07", "fnpn", family, base, method, where, seeds))
-    rep = _replication(setup) if seeds is None else None
-    if rep:
-        from palviz.experiments.recipes import noisy_setup
-
-        fresh, of = rep
-        claims += noisy_claims(noisy_setup(of, [*setup["datasets"]]), seeds=fresh, tag=_tag(fresh))
-    return claims
+            families.append((*fnpn, same_s, headline))
+    again = _replicated(noisy_claims, setup, seeds, noisy_setup)
+    return _claims("07", families, seeds, tag) + again

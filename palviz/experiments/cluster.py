@@ -11,8 +11,7 @@ themselves when preempted).
 - :func:`train_with` submits missing runs to any executor and yields them as they finish;
 - :func:`make_executor` the executors of ``palviz sweep`` (sbatch and submitit report their
   own errors: a refused job array is submitit's ``FailedJobError``, in sbatch's words);
-- :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array;
-- :func:`activation_bytes` what a training step of a network holds in memory.
+- :func:`sbatch_script` a script submitting a ``palviz plan --jsonl`` file as a plain array.
 
 Stopping: Ctrl-C (or, under the ``palviz`` command, SIGTERM) during :func:`run_many` cancels
 the queued runs, ends the local workers at once (a run in flight stops mid-epoch; it resumes
@@ -25,12 +24,12 @@ parent-death signal, elsewhere through a thread that watches the parent's pid.
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures as cf
 import contextlib
 import io
 import multiprocessing
 import os
+import re
 import shlex
 import sys
 import time
@@ -43,7 +42,7 @@ import torch
 from palviz.experiments.cachedir import check_cache_writable
 from palviz.experiments.runcache import RunResult, RunSpec, is_cached, read_cached, run
 from palviz.experiments.workers import init_worker, starting_workers
-from palviz.files import runs_dir
+from palviz.files import data_dir, runs_dir
 
 
 def gpu_slots(num_gpus: int, workers_per_gpu: int) -> list[str]:
@@ -67,11 +66,9 @@ def local_pool(workers: int, slots: list[str] | None = None) -> cf.ProcessPoolEx
     (:func:`palviz.experiments.workers.init_worker`); :func:`stop_pool` ends them at once.
     """
     context = multiprocessing.get_context("spawn")
-    queue = None
-    if slots:
-        queue = context.Queue()
-        for slot in slots:
-            queue.put(slot)
+    queue = context.Queue() if slots else None
+    for slot in slots or ():
+        queue.put(slot)
     return cf.ProcessPoolExecutor(
         max_workers=len(slots) if slots else workers,
         mp_context=context,
@@ -104,16 +101,6 @@ class RunsInterrupted(KeyboardInterrupt):
     asked for are cached, and that asking again resumes."""
 
 
-def _interrupted_message(specs: Sequence[RunSpec]) -> str:
-    keys = {spec.key(): spec for spec in specs}
-    cached = sum(1 for spec in keys.values() if is_cached(spec))
-    return (
-        f"interrupted: {cached} of the {len(keys)} run(s) asked for are cached; running "
-        "again resumes (cached runs are read, an unfinished one continues from its last "
-        "checkpoint)"
-    )
-
-
 class TrainJob:
     """``run(spec)`` as a picklable callable. Under submitit, a preempted or timed-out job
     requeues itself (:meth:`checkpoint`); the requeued job resumes from the run's
@@ -134,29 +121,16 @@ class TrainJob:
         return f"TrainJob({self.spec.label or self.spec.loss}, key={self.spec.key()})"
 
 
-def _has_main_guard(path: str | None) -> bool | None:
-    """Whether the script at ``path`` has an ``if __name__ == "__main__":`` (``None``: no
-    script, e.g. a notebook or ``python -c``)."""
-    if not path or not Path(path).is_file():
-        return None
-    try:
-        tree = ast.parse(Path(path).read_text())
-    except (SyntaxError, OSError, ValueError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
-            return True
-    return False
-
-
 class WorkerStartError(RuntimeError):
     """A worker process of the local pool died before it returned a result."""
 
 
 def _broken_pool_error(err: BaseException) -> WorkerStartError:
-    main = sys.modules.get("__main__")
-    script = getattr(main, "__file__", None)
-    if _has_main_guard(script) is False:
+    """Why the local pool broke: a script that calls :func:`run_many` without an ``if __name__
+    == "__main__":`` guard (an ``if`` line naming ``__name__``), else a killed worker."""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)  # None: a notebook, -c
+    text = Path(script).read_text(errors="replace") if script and Path(script).is_file() else ""
+    if text and not re.search(r"^\s*(el)?if\b.*\b__name__\b", text, re.MULTILINE):
         return WorkerStartError(
             f"the worker processes of run_many died: {script} calls run_many without "
             '`if __name__ == "__main__":`. palviz starts its workers with the "spawn" method '
@@ -180,12 +154,16 @@ def train_with(executor: Any, todo: dict[str, Any]) -> Iterator[tuple[str, Any]]
     yielded as they finish too (:func:`_as_finished`)."""
     from concurrent.futures.process import BrokenProcessPool
 
-    batch = getattr(executor, "batch", None)
-    if batch is not None and type(executor).__module__.startswith("submitit"):
-        yield from _train_on_submitit(executor, todo)
+    if type(executor).__module__.startswith("submitit"):
+        # one job array; an array sbatch refuses raises submitit's FailedJobError with
+        # sbatch's words, which submitit would print as well: here they are said once
+        folder = Path(executor.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with contextlib.redirect_stderr(io.StringIO()), executor.batch():
+            jobs = {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
+        yield from _as_finished(jobs, folder / "submitit.log")
         return
-    local = isinstance(executor, cf.ProcessPoolExecutor)
-    with starting_workers() if local else contextlib.nullcontext():
+    with starting_workers():  # a process pool starts its workers as runs are submitted
         futures = {executor.submit(TrainJob(spec)): key for key, spec in todo.items()}
     try:
         for future in cf.as_completed(futures):
@@ -209,8 +187,6 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
     requeue (``--open-mode=append``) and the run resumes from its checkpoint. With
     ``count == 0`` the script submits nothing and says so. The run cache and data folders
     are fixed to this process's; ``name`` is how the script's comment calls it."""
-    from palviz.files import data_dir
-
     plan = Path(plan_file).resolve()
     if count == 0:
         said = shlex.quote(f"nothing to do: {plan} holds no run to train; nothing submitted")
@@ -234,23 +210,35 @@ def sbatch_script(plan_file: str | os.PathLike, count: int, name: str = "SCRIPT"
     return "\n".join(lines) + "\n"
 
 
-def _as_finished(
-    jobs: Mapping[str, Any],
-    poll: float = 1.0,
-    sleep: Callable[[float], Any] = time.sleep,
-    quiet: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-) -> Iterator[tuple[str, Any]]:
+#: What says that submitit could not ask Slurm's accounting for the jobs' states.
+SACCT_NOTE = (
+    "submitit cannot read job states with sacct (is Slurm accounting on?): a run counts as "
+    "finished when its result file appears, and a task killed before it wrote one is not "
+    "noticed; submitit's messages go to {log}"
+)
+
+
+def _as_finished(jobs: Mapping[str, Any], log_file: Path) -> Iterator[tuple[str, Any]]:
     """``(key, result)`` of each submitit job as it finishes (``job.done()``), whatever the
-    order they were submitted in; polled every ``poll`` seconds, each poll inside
-    ``quiet()``."""
+    order they were submitted in, polled every second. What a poll prints (submitit's log,
+    which it shows on stdout and stderr, and ``sacct``'s errors, once per poll without Slurm
+    accounting) goes to ``log_file``, not into the progress bar; the first time that mentions
+    ``sacct``, one line (:data:`SACCT_NOTE`) says so."""
+    from tqdm.auto import tqdm
+
+    start = log_file.stat().st_size if log_file.exists() else 0
+    told = False
     pending = dict(jobs)
     while pending:
-        with quiet():
+        with _output_into(log_file):
             finished = [key for key, job in pending.items() if job.done()]
+        if not told and b"sacct" in log_file.read_bytes()[start:]:
+            told = True
+            tqdm.write(SACCT_NOTE.format(log=log_file), file=sys.stderr)
         for key in finished:
             yield key, pending.pop(key).result()
         if pending and not finished:
-            sleep(poll)
+            time.sleep(1.0)
 
 
 @contextlib.contextmanager
@@ -262,8 +250,8 @@ def _output_into(log_file: Path) -> Iterator[None]:
     saved = [os.dup(1), os.dup(2)]
     try:
         with open(log_file, "ab") as handle:
-            os.dup2(handle.fileno(), 1)
-            os.dup2(handle.fileno(), 2)
+            for fd in (1, 2):
+                os.dup2(handle.fileno(), fd)
         yield
     finally:
         for stream in (sys.stdout, sys.stderr):
@@ -271,51 +259,6 @@ def _output_into(log_file: Path) -> Iterator[None]:
         for fd, copy in zip((1, 2), saved, strict=True):
             os.dup2(copy, fd)
             os.close(copy)
-
-
-#: What says that submitit could not ask Slurm's accounting for the jobs' states.
-SACCT_NOTE = (
-    "submitit cannot read job states with sacct (is Slurm accounting on?): a run counts as "
-    "finished when its result file appears, and a task killed before it wrote one is not "
-    "noticed; submitit's messages go to {log}"
-)
-
-
-class _QuietPolls:
-    """A context for each poll of submitit's jobs: what the poll prints (submitit's log, which
-    it shows on stdout and stderr, and ``sacct``'s errors, once per poll without Slurm
-    accounting) goes to ``log_file``, not into the progress bar; the first time that
-    mentions ``sacct``, one line (:data:`SACCT_NOTE`) says so."""
-
-    def __init__(self, log_file: Path) -> None:
-        self.log_file = log_file
-        self.start = log_file.stat().st_size if log_file.exists() else 0
-        self.told = False
-
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
-        with _output_into(self.log_file):
-            yield
-        if not self.told:
-            with open(self.log_file, "rb") as handle:
-                handle.seek(self.start)
-                said = handle.read()
-            if b"sacct" in said:
-                from tqdm.auto import tqdm
-
-                self.told = True
-                tqdm.write(SACCT_NOTE.format(log=self.log_file), file=sys.stderr)
-
-
-def _train_on_submitit(executor: Any, todo: Mapping[str, RunSpec]) -> Iterator[tuple[str, Any]]:
-    """:func:`train_with` on a submitit executor: one job array, results as they finish. An
-    array sbatch refuses raises submitit's ``FailedJobError`` with sbatch's words, which
-    submitit would print as well: here they are said once, in the error."""
-    folder = Path(executor.folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    with contextlib.redirect_stderr(io.StringIO()), executor.batch():
-        jobs = {key: executor.submit(TrainJob(spec)) for key, spec in todo.items()}
-    yield from _as_finished(jobs, quiet=_QuietPolls(folder / "submitit.log"))
 
 
 def default_log_dir() -> Path:
@@ -339,24 +282,22 @@ def make_executor(kind: str, **options: Any) -> Any:
     """
     if kind == "local":
         return None
-    if kind in ("slurm", "submitit-local"):
-        import submitit
+    if kind not in ("slurm", "submitit-local"):
+        raise ValueError(f"executor must be local, slurm or submitit-local, got {kind!r}")
+    import submitit
 
-        log_dir = options.pop("log_dir", None) or default_log_dir()
-        cluster = "slurm" if kind == "slurm" else "local"
-        executor = submitit.AutoExecutor(folder=log_dir, cluster=cluster)
-        params = {k: v for k, v in options.items() if v is not None}
-        if not params.get("gpus_per_node"):
-            params.pop("gpus_per_node", None)  # no --gpus-per-node=0 line: a CPU-only job
-        if kind == "submitit-local":
-            params = {k: v for k, v in params.items() if not k.startswith("slurm_")}
-            params.pop("gpus_per_node", None)
-        else:
-            srun_args = list(params.pop("slurm_srun_args", None) or [])
-            params["slurm_srun_args"] = [*srun_args, "--open-mode=append"]
-        executor.update_parameters(**params)
-        return executor
-    raise ValueError(f"executor must be local, slurm or submitit-local, got {kind!r}")
+    local = kind == "submitit-local"
+    log_dir = options.pop("log_dir", None) or default_log_dir()
+    executor = submitit.AutoExecutor(folder=log_dir, cluster="local" if local else "slurm")
+    params = {
+        k: v for k, v in options.items() if v is not None and not (local and k.startswith("slurm_"))
+    }
+    if local or not params.get("gpus_per_node"):
+        params.pop("gpus_per_node", None)  # no --gpus-per-node=0 line: a CPU-only job
+    if not local:
+        params["slurm_srun_args"] = [*(params.get("slurm_srun_args") or []), "--open-mode=append"]
+    executor.update_parameters(**params)
+    return executor
 
 
 def run_many(
@@ -394,76 +335,76 @@ def run_many(
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be None or an integer >= 1, got {workers!r}")
     results: list[RunResult | None] = [None] * len(specs)
-    missing: dict[str, list[int]] = {}
-    try:
-        for i, spec in enumerate(specs):
-            cached = None if spec.key() in missing else _read_cached(spec)
-            if cached is not None:
-                results[i] = cached
-            else:
-                missing.setdefault(spec.key(), []).append(i)
-        _train_missing(specs, missing, results, desc, workers, executor, workers_per_gpu)
-    except KeyboardInterrupt as err:
-        raise RunsInterrupted(_interrupted_message(specs)) from err
-    return results  # type: ignore[return-value]
-
-
-def _read_cached(spec: RunSpec) -> RunResult | None:
-    """:func:`read_cached`, with an entry that another process moved aside meanwhile (a broken
-    one it quarantined first) counted as missing, as :func:`palviz.experiments.runcache.run`
-    does."""
-    try:
-        return read_cached(spec)
-    except FileNotFoundError:
-        return None
-
-
-def _train_missing(
-    specs: list[RunSpec],
-    missing: dict[str, list[int]],
-    results: list[RunResult | None],
-    desc: str,
-    workers: int,
-    executor: Any,
-    workers_per_gpu: int | None,
-) -> None:
-    """Train the first spec of each ``key -> indices`` of ``missing`` and put its result at
-    those indices of ``results`` (:func:`run_many`'s second pass)."""
-    from tqdm.auto import tqdm
+    missing: dict[str, list[int]] = {}  # key -> the indices of its specs
 
     def store(key: str, result: RunResult) -> None:
         for i in missing[key]:
             results[i] = RunResult(specs[i], result.metrics, result.path)
 
-    todo = {key: specs[idx[0]] for key, idx in missing.items()}
-    if todo:
-        check_cache_writable(list(todo.values()))  # a read-only cache: one error, before any run
+    try:
+        for i, spec in enumerate(specs):
+            if spec.key() not in missing:
+                # an entry another process moved aside meanwhile (a broken one it quarantined)
+                # is missing, as runcache.run counts it
+                with contextlib.suppress(FileNotFoundError):
+                    results[i] = read_cached(spec)
+            if results[i] is None:
+                missing.setdefault(spec.key(), []).append(i)
+        todo = {key: specs[indices[0]] for key, indices in missing.items()}
+        _train_missing(todo, store, desc, workers, executor, workers_per_gpu)
+    except KeyboardInterrupt as err:
+        keys = {spec.key(): spec for spec in specs}
+        cached = sum(1 for spec in keys.values() if is_cached(spec))
+        raise RunsInterrupted(
+            f"interrupted: {cached} of the {len(keys)} run(s) asked for are cached; running "
+            "again resumes (cached runs are read, an unfinished one continues from its last "
+            "checkpoint)"
+        ) from err
+    return results  # type: ignore[return-value]
+
+
+def _train_missing(
+    todo: dict[str, RunSpec],
+    store: Callable[[str, RunResult], Any],
+    desc: str,
+    workers: int,
+    executor: Any,
+    workers_per_gpu: int | None,
+) -> None:
+    """Train each ``key -> spec`` of ``todo`` under one progress bar and give each result to
+    ``store(key, result)`` as it comes (:func:`run_many`'s second pass)."""
+    from tqdm.auto import tqdm
+
     slots = gpu_slots(torch.cuda.device_count(), workers_per_gpu or 0)
-    if slots and executor is None:
-        workers = len(slots)
     if not todo:
         return
-    if executor is not None:
-        with tqdm(total=len(todo), desc=desc, unit="run") as bar:
-            for key, result in train_with(executor, todo):
+    check_cache_writable(list(todo.values()))  # a read-only cache: one error, before any run
+    workers = len(slots) if slots else workers
+    pool = None
+    with tqdm(total=len(todo), desc=desc, unit="run") as bar, contextlib.ExitStack() as stack:
+        if executor is not None:
+            finished = train_with(executor, todo)
+        elif workers == 1 or len(todo) == 1:
+            finished = _in_process(todo, bar)
+        else:
+            pool = stack.enter_context(local_pool(min(workers, len(todo)), slots))
+            finished = train_with(pool, longest_first(todo))
+        try:
+            for key, result in finished:
                 store(key, result)
                 bar.update()
-    elif workers == 1 or len(todo) == 1:
-        with tqdm(todo.items(), desc=desc, unit="run") as bar:
-            for key, spec in bar:
-                bar.set_postfix_str(spec.label or spec.loss)
-                store(key, run(spec))
-    else:
-        todo = longest_first(todo)
-        with local_pool(min(workers, len(todo)), slots) as pool:
-            try:
-                with tqdm(total=len(todo), desc=desc, unit="run") as bar:
-                    for key, result in train_with(pool, todo):
-                        store(key, result)
-                        bar.update()
-            except KeyboardInterrupt:
+        except KeyboardInterrupt:
+            if pool is not None:
                 stop_pool(pool)
-                raise
+            raise
+
+
+def _in_process(todo: Mapping[str, RunSpec], bar: Any) -> Iterator[tuple[str, RunResult]]:
+    """``(key, run(spec))`` of each ``key -> spec`` of ``todo``, trained in this process, one
+    after the other, with the run's label beside the progress ``bar``."""
+    for key, spec in todo.items():
+        bar.set_postfix_str(spec.label or spec.loss)
+        yield key, run(spec)
 
 
 def longest_first(todo: Mapping[str, RunSpec]) -> dict[str, RunSpec]:
@@ -472,8 +413,7 @@ def longest_first(todo: Mapping[str, RunSpec]) -> dict[str, RunSpec]:
     one worker busy while the others wait (the longest-processing-time rule)."""
     from palviz.experiments.budget import steps_per_run
 
-    steps = {key: steps_per_run(spec) for key, spec in todo.items()}
-    return dict(sorted(todo.items(), key=lambda item: -steps[item[0]]))
+    return dict(sorted(todo.items(), key=lambda item: -steps_per_run(item[1])))
 
 
 def run_grouped(
@@ -484,45 +424,3 @@ def run_grouped(
     flat = [spec for specs in groups.values() for spec in specs]
     results = iter(run_many(flat, workers=workers, desc=desc))
     return {name: [next(results) for _ in specs] for name, specs in groups.items()}
-
-
-# --------------------------------------------------------------------------- memory
-
-
-def activation_bytes(model: Any, input_shape: tuple[int, ...], batch_size: int) -> dict:
-    """What one training step of ``model`` on a batch of ``batch_size`` inputs of
-    ``input_shape`` (without the batch axis) holds, in bytes, measured on the CPU in float32:
-
-    - ``parameters``: the weights; ``gradients`` and ``momentum``: as many again each (SGD);
-    - ``activations``: the outputs of every leaf module in one forward pass (forward hooks),
-      which autograd keeps for the backward pass (an upper bound: in-place ReLUs share theirs);
-    - ``total``: their sum. With AMP on a GPU the activations take about half as much; the
-      CUDA context (about 300-500 MB per process) and the allocator's slack come on top.
-    """
-    seen = {"bytes": 0}
-
-    def hook(_module, _inputs, output):
-        outputs = output if isinstance(output, (tuple, list)) else (output,)
-        for out in outputs:
-            if torch.is_tensor(out):
-                seen["bytes"] += out.numel() * out.element_size()
-
-    handles = [m.register_forward_hook(hook) for m in model.modules() if not list(m.children())]
-    try:
-        with contextlib.ExitStack():
-            model.train()
-            x = torch.zeros(batch_size, *input_shape)
-            model(x)
-    finally:
-        for handle in handles:
-            handle.remove()
-    params = sum(p.numel() * p.element_size() for p in model.parameters())
-    input_bytes = batch_size * int(torch.tensor(input_shape).prod()) * 4
-    out = {
-        "parameters": params,
-        "gradients": params,
-        "momentum": params,
-        "activations": seen["bytes"] + input_bytes,
-    }
-    out["total"] = sum(out.values())
-    return out

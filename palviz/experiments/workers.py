@@ -66,9 +66,7 @@ def die_with_parent(parent_pid: int) -> None:
 def pin_gpu(slots: Any) -> None:
     """Take one slot (``"cuda:i"``) from the queue ``slots`` and see only GPU ``i``, so that
     ``device="auto"`` (cuda:0 inside the worker) is that GPU."""
-    slot = slots.get()
-    os.environ["CUDA_VISIBLE_DEVICES"] = slot.split(":", 1)[1]
-    os.environ["PALVIZ_WORKER_SLOT"] = slot
+    os.environ["CUDA_VISIBLE_DEVICES"] = slots.get().split(":", 1)[1]
 
 
 def init_worker(parent_pid: int, slots: Any = None) -> None:
