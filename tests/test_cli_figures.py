@@ -112,7 +112,9 @@ def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch,
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     events = []
     monkeypatch.setattr(
-        cli_figures, "train_missing", lambda sel, prof: events.append("train") or 1.0
+        cli_figures,
+        "train_missing",
+        lambda sel, prof: events.append("train") or cli_figures.TrainingTime(1.0, 1, 1),
     )
     monkeypatch.setattr(
         cli_figures,
@@ -220,7 +222,9 @@ def test_a_notebook_is_kept_only_after_a_good_run_with_the_same_inputs_and_its_f
 def test_figures_runs_again_only_the_notebooks_whose_inputs_changed(monkeypatch, tmp_path):
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setattr(cli_figures, "train_missing", lambda sel, prof: 0.0)
+    monkeypatch.setattr(
+        cli_figures, "train_missing", lambda sel, prof: cli_figures.TrainingTime(0.0, 0, 0)
+    )
     monkeypatch.setattr(
         cli_figures, "build_book", lambda *a: tmp_path / "index.html", raising=False
     )

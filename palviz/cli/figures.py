@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from palviz.cli.reuse import kept_times, notebook_inputs, unchanged
-from palviz.cli.sweep import planned_runs
+from palviz.cli.reuse import notebook_inputs, unchanged
+from palviz.cli.sweep import plan_numbers, planned_runs
 from palviz.files import (
     PROFILES,
     build_dir,
@@ -34,17 +34,12 @@ DOWNLOADABLE = ("mnist", "cifar10", "cifar100")
 
 
 def notebooks(only: list[str] | None = None) -> list[Path]:
-    """The notebooks in order, or those whose two-digit number is in ``only``."""
-    folder = project_root() / "notebooks"
-    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-    if only:
-        numbers = {n.zfill(2) for n in only}
-        unknown = numbers - {p.name[:2] for p in found}
-        if unknown:
-            allowed = [p.name[:2] for p in found]
-            raise SystemExit(f"--only: no notebook numbered {sorted(unknown)}; have {allowed}")
-        found = [p for p in found if p.name[:2] in numbers]
-    return found
+    """The notebooks in order, or those whose two-digit number is in ``only`` (each one a lesson
+    of the course, else :func:`palviz.cli.sweep.plan_numbers` refuses it)."""
+    plan_numbers(only)
+    numbers = {n.zfill(2) for n in only or ()}
+    found = sorted((project_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return [p for p in found if not only or p.name[:2] in numbers]
 
 
 def downloaded_datasets(rows: list[dict]) -> list[str]:
@@ -63,9 +58,7 @@ def kernel_environment(profile: str) -> dict[str, str]:
     to move a slider) and the CPU pin (:func:`palviz.cpu.pin_environment`)."""
     from palviz.cpu import pin_environment
 
-    env = dict(os.environ)
-    env["PALVIZ_PROFILE"] = profile
-    env["MPLBACKEND"] = INLINE_BACKEND
+    env = {**os.environ, "PALVIZ_PROFILE": profile, "MPLBACKEND": INLINE_BACKEND}
     env["PALVIZ_WIDGETS"] = "0"
     env.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
     return pin_environment(env)
@@ -392,29 +385,33 @@ def timings_record(
     times: dict[str, float],
     total: float,
     matmul: tuple[float, float] | None = None,
+    kept: list[str] = (),
 ) -> dict:
     """What ``figures/<profile>/timings.json`` holds about one successful ``figures`` run
     (``palviz report`` copies it into docs/results/<profile>/, which docs/results.md and the
-    book's syllabus read). ``training`` is what :func:`train_missing` returned; its run counts
-    are ``None`` when it is a plain number. ``matmul`` is the one-thread matmul rate
-    (:func:`palviz.threads.matmul_rate`, GFLOP/s) measured before the run and after it, so its
-    times can be read against the machine's speed."""
+    book's syllabus read). ``training`` is what :func:`train_missing` returned. ``matmul`` is
+    the one-thread matmul rate (:func:`palviz.threads.matmul_rate`, GFLOP/s) measured before
+    the run and after it, so its times can be read against the machine's speed. The notebooks
+    ``kept`` (not run again: :func:`palviz.cli.reuse.unchanged`) are named, with the seconds
+    of their last run, from the timing record it left (:func:`palviz.timings.timing_record`)."""
     import datetime
 
     import torch
 
     from palviz.cpu import pin_state
+    from palviz.timings import timing_record
 
-    trained = getattr(training, "trained", None)
-    planned = getattr(training, "planned", None)
+    last = timing_record(profile)
+    seconds = {s: last.seconds(s) for s in kept if last and last.seconds(s) is not None}
+    seconds.update((name, round(float(s), 1)) for name, s in times.items())
     return {
         "profile": profile,
         "date_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "cold": bool(trained) if trained is not None else float(training) > 0,
-        "runs_trained": trained,
-        "runs_planned": planned,
+        "cold": training.trained > 0,
+        "runs_trained": training.trained,
+        "runs_planned": training.planned,
         "training_seconds": round(float(training), 1),
-        "notebook_seconds": {name: round(float(s), 1) for name, s in times.items()},
+        "notebook_seconds": seconds,
         "jobs": jobs,
         "total_seconds": round(float(total), 1),
         "cpu_count": os.cpu_count(),
@@ -423,6 +420,7 @@ def timings_record(
         "only": sorted(n.zfill(2) for n in only) if only else None,
         "matmul_gflops": [round(r, 1) for r in matmul] if matmul else None,
         "cpu": pin_state(),
+        "kept": sorted(kept),
     }
 
 
@@ -483,7 +481,6 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
     jobs = figure_jobs(args.jobs, len(selected))
     out_dir = build_dir() / args.profile
-    times: dict[str, float] = {}
     rate_before = matmul_rate()
     total = time.perf_counter()
     try:
@@ -508,11 +505,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
         print(f"{seconds:8.1f} s  {name}")
     print(f"{total:8.1f} s  total; figures in {figures_dir(args.profile)}")
     matmul = (rate_before, matmul_rate())
-    record = timings_record(args.profile, args.only, jobs, training, times, total, matmul)
-    # a kept notebook's time is the one of its last run; "kept" names them
-    last = {k: v for k, v in kept_times(kept, args.profile).items() if v is not None}
-    record["notebook_seconds"] = {**last, **record["notebook_seconds"]}
-    record["kept"] = sorted(p.stem for p in kept)
+    stems = [p.stem for p in kept]
+    record = timings_record(args.profile, args.only, jobs, training, times, total, matmul, stems)
     write_json(figures_dir(args.profile) / "timings.json", record)
     from palviz.experiments.report import write_runs
 
