@@ -12,6 +12,7 @@ import pytest
 
 from palviz import cli
 from palviz.cli import figures as cli_figures
+from palviz.cli import kernel as cli_kernel
 from palviz.cli import reuse
 
 
@@ -97,13 +98,13 @@ def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(mo
     monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
     monkeypatch.setattr(cluster, "run_many", lambda specs, desc: trained.append(specs))
     paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]
-    assert cli_figures.train_missing(paths, "quick") >= 0
+    assert cli_figures.train_missing(paths, "quick").seconds >= 0
     assert asked == [["06", "07", "08"]]  # 01 trains nothing
     assert trained == [["spec-a", "spec-c"]]
 
     monkeypatch.setattr(runcache, "is_cached", lambda spec: True)
     trained.clear()
-    assert cli_figures.train_missing(paths, "quick") == 0.0
+    assert cli_figures.train_missing(paths, "quick").seconds == 0.0
     assert trained == []
 
 
@@ -145,7 +146,7 @@ def test_kernels_started_at_once_talk_over_their_own_sockets_and_are_shut_down(t
         nbformat.write(nb, path)
     out = tmp_path / "out"
     with ThreadPoolExecutor(len(paths)) as pool:
-        list(pool.map(lambda p: cli_figures.execute_notebook(p, "smoke", out, timeout=120), paths))
+        list(pool.map(lambda p: cli_kernel.execute_notebook(p, "smoke", out, timeout=120), paths))
     infos = []
     for path in paths:
         executed = nbformat.read(out / path.name, as_version=4)

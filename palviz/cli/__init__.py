@@ -23,7 +23,7 @@ the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz
 Training results come from the run cache (``runs/``), so a second ``figures`` only
 re-renders, and it keeps the pages and files of a notebook whose inputs have not changed since
 its last good run (the notebook, the package, the installed libraries, the environment, the
-runs it reads: :func:`palviz.cli.figures.notebook_inputs`); ``--rerun`` runs every one.
+runs it reads: :func:`palviz.cli.reuse.notebook_inputs`); ``--rerun`` runs every one.
 Before anything starts it checks the downloaded datasets that the planned runs read
 (:func:`palviz.cli.figures.data_refusal`).
 
@@ -89,17 +89,17 @@ GALLERY = (
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
+    from palviz.experiments.cachedir import check_runs
 
-    if args.check:
-        return cmd_check(args)
-    if args.clear:
-        n = clear_runs(args.keys or None)
-        print(f"deleted {n} cached run(s)")
+    if args.clear and not args.check:
+        print(f"deleted {clear_runs(args.keys or None)} cached run(s)")
         return 0
-    rows = list_runs()
+    rows = check_runs(fix=args.fix) if args.check else list_runs()
     if not rows:
         print("no cached runs")
         return 0
+    if args.check:
+        return report_check(rows, fix=args.fix)
     print(f"{'key':16}  {'label':18} {'dataset':9} {'loss':10} {'head':8} {'ep':>4} {'acc':>6}  MB")
     for r in rows:
         acc = f"{100 * r['last_acc']:.1f}" if r["last_acc"] is not None else "(part)"
@@ -134,9 +134,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
                 with_checkpoints=args.with_checkpoints,
             )
     except pack.PackError as err:
-        unpacking = args.action == "unpack"
-        nothing = "nothing was added to the run cache" if unpacking else "no archive written"
-        print(f"palviz runs {args.action}: {err}; {nothing}", file=sys.stderr)
+        nothing = {"pack": "no archive written", "unpack": "nothing was added to the run cache"}
+        print(f"palviz runs {args.action}: {err}; {nothing[args.action]}", file=sys.stderr)
         return 2
     missing = manifest["missing"]
     if missing:
@@ -168,16 +167,6 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return 0
     print(f"checking the {len(done.check)} run(s) it added (palviz runs --check):")
     return report_check(done.check, fix=False)
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    from palviz.experiments.cachedir import check_runs
-
-    rows = check_runs(fix=args.fix)
-    if not rows:
-        print("no cached runs")
-        return 0
-    return report_check(rows, fix=args.fix)
 
 
 def report_check(rows: list[dict], *, fix: bool) -> int:
@@ -263,9 +252,7 @@ def cmd_methods(args: argparse.Namespace) -> int:
     from palviz.experiments import methods
 
     for task in (args.task,) if args.task else methods.TASKS:
-        print(f"{task} methods (palviz.experiments.methods):\n")
-        print(methods.method_table(task))
-        print()
+        print(f"{task} methods (palviz.experiments.methods):\n\n{methods.method_table(task)}\n")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Which notebooks ``palviz figures`` need not run again: :func:`notebook_inputs` hashes what a
 notebook's run depends on, :func:`unchanged` compares it with what its last good run recorded
-(``build/<profile>/NN_*.inputs.json``, written by :func:`palviz.cli.figures.execute_notebook`
+(``build/<profile>/NN_*.inputs.json``, written by :func:`palviz.cli.kernel.execute_notebook`
 with the files the run wrote); :func:`palviz.cli.figures.timings_record` gives a kept
 notebook the time of that run."""
 
