@@ -25,7 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from PIL import Image
 
 from palviz import book, book_search, timings
-from palviz.cli import figures as cli_figures
+from palviz.cli import kernel as cli_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = [p.name[:2] for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
@@ -261,8 +261,8 @@ def test_set_up_cells_are_folded_and_echo_nothing(path):
 
 def test_kernel_draws_inline_whatever_the_callers_backend(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    env = cli_figures.kernel_environment("smoke")
-    assert env["MPLBACKEND"] == cli_figures.INLINE_BACKEND
+    env = cli_kernel.kernel_environment("smoke")
+    assert env["MPLBACKEND"] == cli_kernel.INLINE_BACKEND
     assert env["PALVIZ_WIDGETS"] == "0"  # the book has no kernel: a note, not sliders
     assert env["PALVIZ_PROFILE"] == "smoke"
 
@@ -285,7 +285,7 @@ def test_executed_copy_holds_the_figures(tmp_path, monkeypatch):
         new_code_cell("fig, ax = plt.subplots()\nax.bar([0, 1], [2, 3])"),
     ]
     nbformat.write(new_notebook(cells=cells), source)
-    cli_figures.execute_notebook(source, "smoke", tmp_path / "out", timeout=120)
+    cli_kernel.execute_notebook(source, "smoke", tmp_path / "out", timeout=120)
     executed = nbformat.read(tmp_path / "out" / "99_figures.ipynb", as_version=4)
     images = [sum("image/png" in o.get("data", {}) for o in c.outputs) for c in executed.cells]
     assert images == [1, 1], images

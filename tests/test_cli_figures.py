@@ -12,6 +12,7 @@ import pytest
 
 from palviz import cli
 from palviz.cli import figures as cli_figures
+from palviz.cli import kernel as cli_kernel
 from palviz.cli import reuse
 
 
@@ -97,13 +98,13 @@ def test_train_missing_trains_only_the_missing_runs_of_the_selected_notebooks(mo
     monkeypatch.setattr(runcache, "is_cached", lambda spec: spec == "spec-b")
     monkeypatch.setattr(cluster, "run_many", lambda specs, desc: trained.append(specs))
     paths = [Path(f"/nb/{n}_x.ipynb") for n in ("01", "06", "07", "08")]
-    assert cli_figures.train_missing(paths, "quick") >= 0
+    assert cli_figures.train_missing(paths, "quick").seconds >= 0
     assert asked == [["06", "07", "08"]]  # 01 trains nothing
     assert trained == [["spec-a", "spec-c"]]
 
     monkeypatch.setattr(runcache, "is_cached", lambda spec: True)
     trained.clear()
-    assert cli_figures.train_missing(paths, "quick") == 0.0
+    assert cli_figures.train_missing(paths, "quick").seconds == 0.0
     assert trained == []
 
 
@@ -112,7 +113,9 @@ def test_figures_trains_the_missing_runs_before_any_notebook_starts(monkeypatch,
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
     events = []
     monkeypatch.setattr(
-        cli_figures, "train_missing", lambda sel, prof: events.append("train") or 1.0
+        cli_figures,
+        "train_missing",
+        lambda sel, prof: events.append("train") or cli_figures.TrainingTime(1.0, 1, 1),
     )
     monkeypatch.setattr(
         cli_figures,
@@ -143,7 +146,7 @@ def test_kernels_started_at_once_talk_over_their_own_sockets_and_are_shut_down(t
         nbformat.write(nb, path)
     out = tmp_path / "out"
     with ThreadPoolExecutor(len(paths)) as pool:
-        list(pool.map(lambda p: cli_figures.execute_notebook(p, "smoke", out, timeout=120), paths))
+        list(pool.map(lambda p: cli_kernel.execute_notebook(p, "smoke", out, timeout=120), paths))
     infos = []
     for path in paths:
         executed = nbformat.read(out / path.name, as_version=4)
@@ -220,7 +223,9 @@ def test_a_notebook_is_kept_only_after_a_good_run_with_the_same_inputs_and_its_f
 def test_figures_runs_again_only_the_notebooks_whose_inputs_changed(monkeypatch, tmp_path):
     monkeypatch.setenv("PALVIZ_BUILD", str(tmp_path))
     monkeypatch.setenv("PALVIZ_FIGURES", str(tmp_path / "figures"))
-    monkeypatch.setattr(cli_figures, "train_missing", lambda sel, prof: 0.0)
+    monkeypatch.setattr(
+        cli_figures, "train_missing", lambda sel, prof: cli_figures.TrainingTime(0.0, 0, 0)
+    )
     monkeypatch.setattr(
         cli_figures, "build_book", lambda *a: tmp_path / "index.html", raising=False
     )

@@ -134,7 +134,9 @@ def test_plan_counts_the_runs_of_the_profile_palviz_profile_names(folders, monke
 def test_figures_trains_and_renders_the_profile_palviz_profile_names(folders, monkeypatch):
     seen = []
     monkeypatch.setattr(
-        cli_figures, "train_missing", lambda sel, profile: seen.append(profile) or 0.0
+        cli_figures,
+        "train_missing",
+        lambda sel, profile: seen.append(profile) or cli_figures.TrainingTime(0.0, 0, 0),
     )
     monkeypatch.setattr(
         cli_figures, "execute_notebook", lambda path, profile, out, *_: seen.append(profile) or 0.1

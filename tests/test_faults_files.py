@@ -25,6 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from palviz import book, cli, files, plots
 from palviz import experiments as ex
 from palviz.cli import figures as cli_figures
+from palviz.cli import kernel as cli_kernel
 from palviz.data import stratified_subset
 from palviz.experiments import runcache
 from palviz.files import DiskFullError, ReadOnlyError, StorageError
@@ -168,7 +169,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     before = {name: (tmp_path / name).read_bytes() for name in kept}
 
     with pytest.raises(book.NotebookFailed) as caught:
-        cli_figures.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
+        cli_kernel.execute_notebook(lesson(tmp_path, 2, fail=True), "smoke", out, timeout=120)
     message = one_line(str(caught.value))
     assert "07_lesson failed: cell 3: ValueError: cell 3 broke;" in message
     assert f"the last good run {out / '07_lesson.ipynb'} is kept" in message
@@ -185,7 +186,7 @@ def test_a_failed_notebook_keeps_the_last_good_page_and_figures_and_the_index_ma
     assert "`palviz figures --profile smoke --only 07`" in page
     assert "`07_lesson.failed.ipynb`" in page
 
-    cli_figures.execute_notebook(lesson(tmp_path, 3, fail=False), "smoke", out, timeout=120)
+    cli_kernel.execute_notebook(lesson(tmp_path, 3, fail=False), "smoke", out, timeout=120)
     assert (shared / "07_lesson_line.png").read_text() == "figure 3"
     assert (shared / "07_lesson_results.md").read_text() == "table 3"
     claims = read_claims("smoke")

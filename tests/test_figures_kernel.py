@@ -15,7 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from palviz import book, plots
-from palviz.cli import figures as cli_figures
+from palviz.cli import kernel as cli_kernel
 from palviz.files import project_root
 
 LESSON = "# 07 · A lesson\n\n**What you will learn.** how a runner stops"
@@ -81,7 +81,7 @@ def test_lesson_02s_slider_cell_runs_to_the_end_in_palviz_figures_at_quick(figur
     )
     path = write_lesson(tmp_path, setup, slider_cell)
     start = time.perf_counter()
-    cli_figures.execute_notebook(path, "quick", figures_env, timeout=120)
+    cli_kernel.execute_notebook(path, "quick", figures_env, timeout=120)
     assert time.perf_counter() - start < 120
     executed = nbformat.read(figures_env / "07_lesson.ipynb", as_version=4)
     (output,) = executed.cells[2].outputs
@@ -96,11 +96,11 @@ def test_a_cell_past_the_profile_limit_fails_naming_the_notebook_and_the_cell(
     book.write_copy(good, figures_env, "07_lesson", "quick")
     kept = (figures_env / "07_lesson.ipynb").read_bytes()
     monkeypatch.setenv("PALVIZ_CELL_TIMEOUT", "5")
-    assert cli_figures.cell_timeout("quick") == 5
+    assert cli_kernel.cell_timeout("quick") == 5
     path = write_lesson(tmp_path, "x = 1", "import time\ntime.sleep(600)")
     start = time.perf_counter()
     with pytest.raises(book.NotebookFailed) as caught:
-        cli_figures.execute_notebook(path, "quick", figures_env)
+        cli_kernel.execute_notebook(path, "quick", figures_env)
     assert time.perf_counter() - start < 90
     message = str(caught.value)
     assert "notebook 07_lesson failed: cell 3: CellTimeoutError" in message
@@ -133,7 +133,7 @@ def test_a_lost_reply_is_noticed_and_the_notebook_runs_again(
     marker = tmp_path / "dropped"
     path = write_lesson(tmp_path, DROP_REPLIES.format(marker=str(marker), once=True), "print(2)")
     start = time.perf_counter()
-    cli_figures.execute_notebook(path, "quick", figures_env, timeout=300)
+    cli_kernel.execute_notebook(path, "quick", figures_env, timeout=300)
     assert time.perf_counter() - start < 60
     assert marker.exists()
     assert "reply did not come within 3 s; running it again" in capsys.readouterr().err
@@ -146,6 +146,6 @@ def test_a_reply_lost_twice_fails_the_notebook(figures_env, tmp_path, monkeypatc
     drop = DROP_REPLIES.format(marker=str(tmp_path / "dropped"), once=False)
     path = write_lesson(tmp_path, drop, "print(2)")
     with pytest.raises(book.NotebookFailed) as caught:
-        cli_figures.execute_notebook(path, "quick", figures_env, timeout=300)
+        cli_kernel.execute_notebook(path, "quick", figures_env, timeout=300)
     assert "07_lesson failed: cell 2: ReplyLost: the kernel went idle" in str(caught.value)
     assert not (figures_env / "07_lesson.ipynb").exists()

@@ -23,7 +23,7 @@ the course book from them, ``build/<profile>/book/index.html`` (see :mod:`palviz
 Training results come from the run cache (``runs/``), so a second ``figures`` only
 re-renders, and it keeps the pages and files of a notebook whose inputs have not changed since
 its last good run (the notebook, the package, the installed libraries, the environment, the
-runs it reads: :func:`palviz.cli.figures.notebook_inputs`); ``--rerun`` runs every one.
+runs it reads: :func:`palviz.cli.reuse.notebook_inputs`); ``--rerun`` runs every one.
 Before anything starts it checks the downloaded datasets that the planned runs read
 (:func:`palviz.cli.figures.data_refusal`).
 
@@ -89,19 +89,17 @@ GALLERY = (
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from palviz.experiments import clear_runs, list_runs
+    from palviz.experiments.cachedir import check_runs
 
-    if getattr(args, "action", None) in ("pack", "unpack"):
-        return cmd_pack(args)
-    if args.check:
-        return cmd_check(args)
-    if args.clear:
-        n = clear_runs(args.keys or None)
-        print(f"deleted {n} cached run(s)")
+    if args.clear and not args.check:
+        print(f"deleted {clear_runs(args.keys or None)} cached run(s)")
         return 0
-    rows = list_runs()
+    rows = check_runs(fix=args.fix) if args.check else list_runs()
     if not rows:
         print("no cached runs")
         return 0
+    if args.check:
+        return report_check(rows, fix=args.fix)
     print(f"{'key':16}  {'label':18} {'dataset':9} {'loss':10} {'head':8} {'ep':>4} {'acc':>6}  MB")
     for r in rows:
         acc = f"{100 * r['last_acc']:.1f}" if r["last_acc"] is not None else "(part)"
@@ -136,9 +134,8 @@ def cmd_pack(args: argparse.Namespace) -> int:
                 with_checkpoints=args.with_checkpoints,
             )
     except pack.PackError as err:
-        unpacking = args.action == "unpack"
-        nothing = "nothing was added to the run cache" if unpacking else "no archive written"
-        print(f"palviz runs {args.action}: {err}; {nothing}", file=sys.stderr)
+        nothing = {"pack": "no archive written", "unpack": "nothing was added to the run cache"}
+        print(f"palviz runs {args.action}: {err}; {nothing[args.action]}", file=sys.stderr)
         return 2
     missing = manifest["missing"]
     if missing:
@@ -172,16 +169,6 @@ def cmd_pack(args: argparse.Namespace) -> int:
     return report_check(done.check, fix=False)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from palviz.experiments.cachedir import check_runs
-
-    rows = check_runs(fix=args.fix)
-    if not rows:
-        print("no cached runs")
-        return 0
-    return report_check(rows, fix=args.fix)
-
-
 def report_check(rows: list[dict], *, fix: bool) -> int:
     """Print the rows of :func:`~palviz.experiments.cachedir.check_runs` that are not ok and
     the counts; 1 when an entry is broken (and ``fix`` did not move it aside)."""
@@ -207,14 +194,13 @@ def report_check(rows: list[dict], *, fix: bool) -> int:
 
 def _slurm_extras(extra: list[str]) -> dict:
     """``--slurm-KEY VALUE`` pairs (the options argparse does not know) as ``slurm_KEY``."""
-    out, i = {}, 0
-    while i < len(extra):
-        flag = extra[i]
-        if not flag.startswith("--slurm-") or i + 1 >= len(extra):
-            raise SystemExit(f"unknown option {flag!r} (pass Slurm options as --slurm-KEY VALUE)")
-        out["slurm_" + flag[len("--slurm-") :].replace("-", "_")] = extra[i + 1]
-        i += 2
-    return out
+    flags, values = extra[::2], extra[1::2]
+    unknown = [f for f in flags if not f.startswith("--slurm-")] + flags[len(values) :]
+    if unknown:  # the first flag that is not --slurm-KEY, or the last one, without a value
+        flag = unknown[0]
+        raise SystemExit(f"unknown option {flag!r} (pass Slurm options as --slurm-KEY VALUE)")
+    pairs = zip(flags, values, strict=True)
+    return {"slurm_" + f[len("--slurm-") :].replace("-", "_"): v for f, v in pairs}
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
@@ -266,28 +252,41 @@ def cmd_methods(args: argparse.Namespace) -> int:
     from palviz.experiments import methods
 
     for task in (args.task,) if args.task else methods.TASKS:
-        print(f"{task} methods (palviz.experiments.methods):\n")
-        print(methods.method_table(task))
-        print()
+        print(f"{task} methods (palviz.experiments.methods):\n\n{methods.method_table(task)}\n")
     return 0
 
 
-def add_profile_option(parser: argparse.ArgumentParser) -> None:
-    """``--profile``, whose default is ``$PALVIZ_PROFILE`` (else ``quick``): :func:`parse_args`
-    resolves and checks it with :func:`palviz.files.resolve_profile`."""
-    parser.add_argument(
+def shared_options() -> tuple[argparse.ArgumentParser, ...]:
+    """The options that several commands take, each declared once, as the parent parsers
+    ``profile``, ``only`` and ``datasets``. ``--profile``'s default is ``$PALVIZ_PROFILE`` (else
+    ``quick``): :func:`parse_args` resolves and checks it with
+    :func:`palviz.files.resolve_profile`."""
+    profile, only, datasets = (argparse.ArgumentParser(add_help=False) for _ in range(3))
+    profile.add_argument(
         "--profile",
         metavar="{" + ",".join(PROFILES) + "}",
         help="the size of everything (default: $PALVIZ_PROFILE, else quick)",
     )
+    only.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    datasets.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    return profile, only, datasets
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="palviz", description=__doc__.split("\n\n")[0])
+    profile, only, datasets = shared_options()
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("figures", help="execute the notebooks and regenerate every figure")
-    add_profile_option(p)
-    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+
+    def command(name, func, text, *parents, under=sub) -> argparse.ArgumentParser:
+        """A sub-command ``name`` that runs ``func``, its help ``text``, with the options of
+        ``parents``."""
+        p = under.add_parser(name, help=text, parents=parents)
+        p.set_defaults(func=func)
+        return p
+
+    p = command(
+        "figures", cmd_figures, "execute the notebooks and regenerate every figure", profile, only
+    )
     p.add_argument(
         "--download", action="store_true", help="fetch the datasets the runs read (paper)"
     )
@@ -297,39 +296,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rerun", action="store_true", help="run every notebook, also those with unchanged inputs"
     )
-    p.set_defaults(func=cmd_figures)
-    p = sub.add_parser("runs", help="list, --clear, --check, pack or unpack the cached runs")
+    p = command("runs", cmd_runs, "list, --clear, --check, pack or unpack the cached runs")
     p.add_argument("--clear", action="store_true")
     p.add_argument("--keys", nargs="+", metavar="KEY", help="with --clear: only these runs")
     p.add_argument("--check", action="store_true", help="verify every entry of the cache")
     p.add_argument("--fix", action="store_true", help="with --check: move broken entries aside")
-    p.set_defaults(func=cmd_runs, action=None)
     actions = p.add_subparsers(dest="action", metavar="{pack,unpack}")
-    a = actions.add_parser("pack", help="the profile's cached runs into one archive, to hand out")
-    add_profile_option(a)
-    a.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
+    text = "the profile's cached runs into one archive, to hand out"
+    a = command("pack", cmd_pack, text, profile, only, under=actions)
     a.add_argument("--with-checkpoints", action="store_true", help="also pack checkpoint.pt")
     a.add_argument("-o", "--output", metavar="FILE", help="default palviz-runs-<profile>.tar.gz")
-    a = actions.add_parser("unpack", help="add the runs of a `runs pack` archive to the cache")
+    text = "add the runs of a `runs pack` archive to the cache"
+    a = command("unpack", cmd_pack, text, under=actions)
     a.add_argument("file", metavar="FILE")
     a.add_argument("--force", action="store_true", help="replace the runs already cached")
-    p = sub.add_parser("plan", help="list the runs the notebooks will ask for (no data needed)")
-    add_profile_option(p)
-    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
-    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    text = "list the runs the notebooks will ask for (no data needed)"
+    p = command("plan", cmd_plan, text, profile, only, datasets)
     p.add_argument("--methods", nargs="+", metavar="LABEL", help="METHODS of 00, 06, 07, 08")
     p.add_argument("--missing", action="store_true", help="only the runs not in the cache")
     p.add_argument("--jsonl", metavar="FILE", help="also write the specs, one JSON per line")
     p.add_argument("--sbatch", metavar="SCRIPT", help="with --jsonl: a script submitting them")
-    p.set_defaults(func=cmd_plan)
-    p = sub.add_parser("train", help="train specs of a `plan --jsonl` file into the cache")
+    p = command("train", cmd_train, "train specs of a `plan --jsonl` file into the cache")
     p.add_argument("specfile")
     p.add_argument("--index", type=int, help="only line I (0-based), e.g. $SLURM_ARRAY_TASK_ID")
-    p.set_defaults(func=cmd_train)
-    p = sub.add_parser("sweep", help="train every missing run of a plan (local, Slurm)")
-    add_profile_option(p)
-    p.add_argument("--only", nargs="+", metavar="NN", help="notebook numbers, e.g. 06 07")
-    p.add_argument("--datasets", nargs="+", metavar="NAME", help="DATASETS of 06, 07, 08")
+    text = "train every missing run of a plan (local, Slurm)"
+    p = command("sweep", cmd_sweep, text, profile, only, datasets)
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--workers", type=int, help="local: processes (default: 2 on a CPU)")
     p.add_argument("--workers-per-gpu", type=int, help="local: processes per visible GPU")
@@ -339,25 +330,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-job", type=int, help="Slurm: default 1 (CPU job), 4 (GPU job)")
     p.add_argument("--max-parallel", type=int, help="Slurm: array tasks running at once")
     p.add_argument("--log-dir", help="submitit's folder (default: .submitit/ in the run cache)")
-    p.set_defaults(func=cmd_sweep)
-    p = sub.add_parser("methods", help="the registered losses' table methods, as markdown")
+    p = command("methods", cmd_methods, "the registered losses' table methods, as markdown")
     p.add_argument("--task", choices=("long_tailed", "noisy"))
-    p.set_defaults(func=cmd_methods)
-    p = sub.add_parser("download", help="fetch datasets for the paper profile")
+    p = command("download", cmd_download, "fetch datasets for the paper profile")
     p.add_argument("names", nargs="+", choices=DOWNLOADABLE)
-    p.set_defaults(func=cmd_download)
-    p = sub.add_parser("gallery", help="refresh the README images in docs/img/")
-    add_profile_option(p)
-    p.set_defaults(func=cmd_gallery)
-    p = sub.add_parser("report", help="copy the result files into docs/results/<profile>/")
-    add_profile_option(p)
+    command("gallery", cmd_gallery, "refresh the README images in docs/img/", profile)
+    p = command("report", cmd_report, "copy the result files into docs/results/<profile>/", profile)
     p.add_argument(
         "--compare",
         action="store_true",
         help="write nothing; compare the result files of the last `palviz figures` run with "
         "docs/results/<profile>/, run by run (runs.csv) and byte for byte (claims, tables)",
     )
-    p.set_defaults(func=cmd_report)
     return parser
 
 

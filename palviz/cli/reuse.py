@@ -1,8 +1,8 @@
 """Which notebooks ``palviz figures`` need not run again: :func:`notebook_inputs` hashes what a
 notebook's run depends on, :func:`unchanged` compares it with what its last good run recorded
-(``build/<profile>/NN_*.inputs.json``, written by :func:`palviz.cli.figures.execute_notebook`
-with the files the run wrote), and :func:`kept_times` gives a kept notebook the time of that
-run in the timing record."""
+(``build/<profile>/NN_*.inputs.json``, written by :func:`palviz.cli.kernel.execute_notebook`
+with the files the run wrote); :func:`palviz.cli.figures.timings_record` gives a kept
+notebook the time of that run."""
 
 from __future__ import annotations
 
@@ -67,12 +67,3 @@ def unchanged(path: Path, out_dir: Path, inputs: str) -> bool:
         return False
     base = figures_base()
     return last.get("inputs") == inputs and all((base / f).exists() for f in last["files"])
-
-
-def kept_times(kept: list[Path], profile: str) -> dict[str, float | None]:
-    """The seconds each ``kept`` notebook (not run again: :func:`unchanged`) took when it
-    last ran, from the timing record it left (:func:`palviz.timings.timing_record`)."""
-    from palviz.timings import timing_record
-
-    last = timing_record(profile)
-    return {p.stem: last.seconds(p.stem) if last else None for p in kept}

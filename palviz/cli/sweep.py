@@ -69,8 +69,7 @@ def planned_runs(
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS, plan
     from palviz.experiments.runcache import is_cached
 
-    names = [p.name if isinstance(p, Path) else str(p) for p in selected]
-    numbers = [n[:2] for n in names if n[:2] in NOTEBOOKS_WITH_RUNS]
+    numbers = [n for n in (Path(p).name[:2] for p in selected) if n in NOTEBOOKS_WITH_RUNS]
     rows = plan(numbers, profile, datasets, methods)
     for row in rows:
         row["cached"] = is_cached(row["spec"])
@@ -182,18 +181,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"palviz train: {err}; nothing was trained", file=sys.stderr)
         return 2
-    if not specs and args.index is None:
+    chosen = list(enumerate(specs))
+    if args.index is not None and not 0 <= args.index < len(specs):
+        print(f"--index {args.index}: {args.specfile} has {len(specs)} spec(s)", file=sys.stderr)
+        return 2
+    if args.index is not None:
+        chosen = [chosen[args.index]]
+    elif not specs:
         print(f"{args.specfile} holds no spec (e.g. a plan of cached runs): nothing to train")
         return 0
-    if args.index is None:
-        chosen = list(enumerate(specs))
-    else:
-        if not 0 <= args.index < len(specs):
-            print(
-                f"--index {args.index}: {args.specfile} has {len(specs)} spec(s)", file=sys.stderr
-            )
-            return 2
-        chosen = [(args.index, specs[args.index])]
     for i, spec in chosen:
         start = time.perf_counter()
         result = run(spec)
