@@ -121,7 +121,6 @@ from palviz.experiments.runcache import (
 )
 from palviz.experiments.tables import (
     PER_CLASS_COLUMNS,
-    class_mean_features,
     feature_geometry,
     format_noisy_table,
     history_series,
@@ -161,7 +160,6 @@ __all__ = [
     "claim_runs",
     "claims_markdown",
     "claims_summary",
-    "class_mean_features",
     "clear_runs",
     "cpu_seconds",
     "evaluate_claims",

@@ -43,8 +43,6 @@ PER_CLASS_COLUMNS = {
     "confidence": "confidence_class",
 }
 
-_PER_CLASS_PREFIXES = tuple(PER_CLASS_COLUMNS.values())
-
 #: Integer columns of :func:`results_frame` that a run may lack (pandas' nullable ``Int64``).
 _INT_COLUMNS = ("steps", "train_size", "test_size", "num_classes", "best_epoch")
 
@@ -63,14 +61,11 @@ def _run_row(result: RunResult) -> dict[str, Any]:
     if "train" in sizes:
         steps = spec.train.epochs * math.ceil(sizes["train"] / spec.train.batch_size)
     groups = m.get("shot_groups") or {}
-    row = {
+    return {
         "key": spec.key(),
         "label": result.label,
         "method": result.label.split(" s=")[0],
-        "dataset": spec.dataset,
-        "arch": spec.arch,
-        "loss": spec.loss,
-        "head": spec.head,
+        **{column: getattr(spec, column) for column in ("dataset", "arch", "loss", "head")},
         "scale": _number(spec.head_kw.get("scale")),
         "imbalance_ratio": float(spec.imbalance_ratio),
         "noise_kind": spec.noise_kind,
@@ -86,14 +81,8 @@ def _run_row(result: RunResult) -> dict[str, Any]:
         "best_acc": _number(m.get("best_acc")),
         "best_epoch": None if m.get("best_epoch") is None else m["best_epoch"] + 1,
         **{g: _number(groups.get(g)) for g in _GROUPS},
-        "min_prototype_angle": _number(m.get("min_prototype_angle")),
-        "realised_noise_rate": _number(m.get("realised_noise_rate")),
-        "seconds": _number(m.get("seconds")),
+        **{c: _number(m.get(c)) for c in ("min_prototype_angle", "realised_noise_rate", "seconds")},
     }
-    for key, prefix in PER_CLASS_COLUMNS.items():
-        for c, value in enumerate(m.get(key) or []):
-            row[f"{prefix}_{c}"] = _number(value)
-    return row
 
 
 def results_frame(results: Iterable[RunResult]) -> pd.DataFrame:
@@ -114,16 +103,12 @@ def results_frame(results: Iterable[RunResult]) -> pd.DataFrame:
       and beyond a run's ``num_classes``.
 
     A number a run's metrics do not hold is NaN (``<NA>`` in the integer columns)."""
-    rows = [_run_row(r) for r in results]
-    columns = [c for c in rows[0] if not c.startswith(_PER_CLASS_PREFIXES)] if rows else []
-    for prefix in _PER_CLASS_PREFIXES:
-        width = max((sum(k.startswith(prefix + "_") for k in row) for row in rows), default=0)
-        columns += [f"{prefix}_{c}" for c in range(width)]
-    frame = pd.DataFrame(rows, columns=columns)
-    for column in _INT_COLUMNS:
-        if column in frame:
-            frame[column] = frame[column].astype("Int64")
-    return frame
+    results = list(results)
+    frame = pd.DataFrame([_run_row(r) for r in results])
+    for key, prefix in PER_CLASS_COLUMNS.items():  # NaN beyond a run's own classes
+        lists = [dict(enumerate(r.metrics.get(key) or [])) for r in results]
+        frame = frame.join(pd.DataFrame(lists, dtype=float).add_prefix(prefix + "_"))
+    return frame.astype({column: "Int64" for column in _INT_COLUMNS if column in frame})
 
 
 def _over_seeds(frame: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
@@ -143,23 +128,17 @@ def select_runs(
 ) -> list[RunResult]:
     """The results that match every given criterion; with ``labels``, in the order of
     ``labels`` (then by seed), else in their own order."""
-    results = list(results)
-    frame = results_frame(results)
-    if frame.empty:
-        return []
-    keep = pd.Series(True, index=frame.index)
-    for column, wanted in (("dataset", dataset), ("imbalance_ratio", imbalance_ratio)):
-        if wanted is not None:
-            keep &= frame[column] == wanted
-    if seed is not None:
-        keep &= frame["seed"] == seed
-    picked = frame[keep]
-    if labels is not None:
-        order = list(labels)
-        picked = picked[picked["label"].isin(order)]
-        picked = picked.assign(_order=picked["label"].map(order.index))
-        picked = picked.sort_values(["_order", "seed"], kind="stable")
-    return [results[i] for i in picked.index]
+    wanted = {"dataset": dataset, "imbalance_ratio": imbalance_ratio, "seed": seed}
+    picked = [
+        r
+        for r in results
+        if all(value is None or getattr(r.spec, name) == value for name, value in wanted.items())
+    ]
+    if labels is None:
+        return picked
+    order = list(labels)
+    picked = [r for r in picked if r.label in order]
+    return sorted(picked, key=lambda r: (order.index(r.label), r.spec.seed))
 
 
 def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
@@ -228,42 +207,27 @@ def _mean_std(cell: pd.Series, column: str, runs: int, what: str) -> tuple[float
     return float(cell[column, "mean"]), float(cell[column, "std"])
 
 
-def _percent(value: tuple[float, float] | None) -> str:
-    """A ``(mean, std)`` of :func:`lt_table` (or ``None``) as :func:`format_accuracy` text."""
-    return format_accuracy(*(value or (None,)))
-
-
-def _seed_text(seeds: Iterable[int]) -> str:
-    seeds = sorted(set(seeds))
-    n = len(seeds)
-    return f"seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}" + (
-        f" (mean ± std over {n})" if n > 1 else " (one run, no spread)"
-    )
-
-
-def _sizes_text(runs: pd.DataFrame) -> str:
-    """Sizes and seeds of the runs (frame rows) on one data set at one ratio."""
-    first = runs.iloc[0]
-    counts = first["train_counts"]
-    return (
-        f"{first['train_size']:,} training samples ({counts[0]:,} ... {counts[-1]:,} per class), "
-        f"{first['test_size']:,} test samples (the whole test split), "
-        + _seed_text(runs["seed"].tolist())
-    )
-
-
-def _setup_text(runs: pd.DataFrame, profile: str | None) -> str:
-    archs = sorted(set(runs["arch"]))
-    epochs = sorted(set(runs["epochs"].tolist()))
-    return f"{', '.join(archs)}, {', '.join(map(str, epochs))} epochs, profile {profile}."
-
-
 def _lt_name(dataset: str, rho: float) -> str:
     return f"{DATASET_NAMES.get(dataset, dataset)}-LT, rho = {rho:g}"
 
 
-def _by_dataset_and_ratio(frame: pd.DataFrame):
-    return frame.groupby(["dataset", "imbalance_ratio"], sort=False)
+def _caption(frame: pd.DataFrame, profile: str | None, bold: str = "") -> str:
+    """What the runs (rows of :func:`results_frame`) measured: per data set and imbalance
+    ratio (its name between ``bold``) the training and test sizes and the seeds; then the
+    networks, epochs and profile."""
+    parts = []
+    for (dataset, rho), runs in frame.groupby(["dataset", "imbalance_ratio"], sort=False):
+        first, seeds = runs.iloc[0], sorted(set(runs["seed"].tolist()))
+        counts, n = first["train_counts"], len(seeds)
+        parts.append(
+            f"{bold}{_lt_name(dataset, rho)}{bold}: {first['train_size']:,} training samples "
+            f"({counts[0]:,} ... {counts[-1]:,} per class), {first['test_size']:,} test samples "
+            f"(the whole test split), seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}"
+            + (f" (mean ± std over {n})" if n > 1 else " (one run, no spread)")
+        )
+    archs = ", ".join(sorted(set(frame["arch"])))
+    epochs = ", ".join(map(str, sorted(set(frame["epochs"].tolist()))))
+    return "; ".join(parts) + f". {archs}, {epochs} epochs, profile {resolve_profile(profile)}."
 
 
 def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
@@ -271,9 +235,7 @@ def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
     and test sizes, seeds, network, epochs and profile (printed beside every table and figure)."""
     if not results:
         raise ValueError("results must not be empty")
-    frame = results_frame(results)
-    parts = [f"{_lt_name(*key)}: {_sizes_text(runs)}" for key, runs in _by_dataset_and_ratio(frame)]
-    return "; ".join(parts) + ". " + _setup_text(frame, resolve_profile(profile))
+    return _caption(results_frame(results), profile)
 
 
 def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
@@ -285,39 +247,30 @@ def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
 
 
 def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
-    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`: the
-    frame's accuracy cells are ``(mean, std)`` or ``None`` (formatted by the caller), the
-    ``published`` cells text (:func:`~palviz.experiments.published.published_text`)."""
-    frame = results_frame(results)
-    rows = lt_table(results)
+    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`, every
+    cell text: accuracies in % (:func:`~palviz.plots.format_accuracy`, ``n/a`` for an empty
+    shot group), the published numbers (:func:`~palviz.experiments.published.published_text`)
+    in a column of their own where a source has one for a row."""
+    by = ["dataset", "imbalance_ratio"]
+    frames = results_frame(results).groupby(by, sort=False)
+    blocks = pd.DataFrame(lt_table(results)).groupby(by, sort=False)
     out = []
-    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
-        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
-        groups = pmetrics.shot_groups(block[0]["train_counts"])
-        table = pd.DataFrame({"method": [r["method"] for r in block]})
-        table["overall, last epoch"] = [r["last"] for r in block]
-        table["overall, best epoch"] = [r["best"] for r in block]
-        if any(r["published"] for r in block):
-            table[_PUBLISHED] = [published_text(r["published"]) for r in block]
-        for g in _GROUPS:
-            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [r[g] for r in block]
-        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
-        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
-            runs, resolve_profile(profile)
+    for (_, runs), (_, block) in zip(frames, blocks, strict=True):
+        groups = pmetrics.shot_groups(block["train_counts"].iloc[0])
+        names = {"method": "method", "last": "overall, last epoch", "best": "overall, best epoch"}
+        if block["published"].map(bool).any():
+            names["published"] = "published (source)"
+        names |= {g: f"{g}-shot, last ({len(groups[g])} cl.)" for g in _GROUPS} | {"seeds": "seeds"}
+        cells = block.assign(
+            published=block["published"].map(published_text),
+            seeds=block["seeds"].map(lambda seeds: ", ".join(map(str, seeds))),
+            **{
+                c: block[c].map(lambda v: format_accuracy(*(v or (None,))))
+                for c in ("last", "best", *_GROUPS)
+            },
         )
-        out.append((caption, table))
+        out.append((_caption(runs, profile, "**"), cells[list(names)].rename(columns=names)))
     return out
-
-
-#: The column of :func:`_lt_frames` that lists the published numbers beside the measured ones.
-_PUBLISHED = "published (source)"
-
-
-def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
-    text = table.copy()
-    for column in text.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore"):
-        text[column] = [_percent(v) for v in text[column]]
-    return text
 
 
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
@@ -327,7 +280,7 @@ def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) 
     the best-epoch column when a source of :mod:`palviz.experiments.published` has a number
     for one of the rows (each number with its source's name, ``-`` for none)."""
     blocks = [
-        caption + "\n\n" + _markdown(_lt_text(table), index=False)
+        caption + "\n\n" + _markdown(table, index=False)
         for caption, table in _lt_frames(results, profile)
     ]
     return "\n\n".join(blocks) + "\n"
@@ -339,14 +292,13 @@ CELL_PADDING = [{"selector": "th, td", "props": "padding: 0.25em 0.75em;"}]
 
 def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) -> list:
     """The tables of :func:`lt_table_markdown` as styled DataFrames for a notebook, one per
-    data set and imbalance ratio, the same cells (``df.style.format``) under the same
-    captions."""
-    styled = []
-    for caption, table in _lt_frames(results, profile):
-        accuracy = table.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore")
-        style = table.style.format(_percent, subset=list(accuracy)).hide(axis="index")
-        styled.append(style.set_caption(caption.replace("**", "")).set_table_styles(CELL_PADDING))
-    return styled
+    data set and imbalance ratio, the same cells under the same captions."""
+    return [
+        table.style.hide(axis="index")
+        .set_caption(caption.replace("**", ""))
+        .set_table_styles(CELL_PADDING)
+        for caption, table in _lt_frames(results, profile)
+    ]
 
 
 def _published_blocks(
@@ -418,13 +370,28 @@ def noisy_accuracy_table(
         frame["value"] = frame[key]
     stats = _over_seeds(frame, ["label", "noise_kind", "noise_rate"], ["value"])["value"]
     table: dict[str, dict[tuple[str, float], tuple[float, float, int]]] = {}
-    for (label, kind, eta), cell in stats.iterrows():
-        table.setdefault(label, {})[kind, float(eta)] = (
-            float(cell["mean"]),
-            float(cell["std"]),
-            int(cell["count"]),
-        )
+    for (label, kind, eta), (mean, std, n) in stats.iterrows():
+        table.setdefault(label, {})[kind, float(eta)] = (float(mean), float(std), int(n))
     return table
+
+
+def _noisy_frame(
+    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    header: Callable[[str, float], str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`noisy_accuracy_table` as text cells, one row per method and one column per
+    (kind, eta) in order of first appearance, headed ``header(kind, eta)``: ``mean ± std`` in
+    percent (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; and
+    where each column's highest mean is (a reading aid, not a ranking)."""
+    columns = list(dict.fromkeys(c for row in table.values() for c in row))
+    cells = pd.DataFrame(
+        [[row.get(c) for c in columns] for row in table.values()],
+        index=pd.Index(list(table), name="method"),
+        columns=[header(*c) for c in columns],
+    )
+    means = cells.map(lambda v: np.nan if v is None else v[0])
+    text = cells.map(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
+    return text, means.eq(means.max())
 
 
 def format_noisy_table(
@@ -438,36 +405,11 @@ def format_noisy_table(
     (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; with
     ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
     ranking: differences within a seed's spread mean nothing)."""
-    columns: list[tuple[str, float]] = []
-    for row in table.values():
-        columns += [c for c in row if c not in columns]
-    best = {c: max(row[c][0] for row in table.values() if c in row) for c in columns}
     kinds = {"symmetric": "sym", "asymmetric": "asym"}
-
-    def cell(row: dict, c: tuple[str, float]) -> str:
-        if c not in row:
-            return "-"
-        mean, std, _ = row[c]
-        return format_accuracy(mean, std) + ("*" if mark_best and mean == best[c] else "")
-
-    frame = pd.DataFrame(
-        [[cell(row, c) for c in columns] for row in table.values()],
-        index=pd.Index(list(table), name="method"),
-        columns=[f"{kinds.get(k, k)} {eta:g}" for k, eta in columns],
-    )
-    return (f"{title}\n" if title else "") + _markdown(frame)
-
-
-def class_mean_features(
-    features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
-) -> np.ndarray:
-    r"""Class means of features, $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} z_i$: `[num_classes, d]`
-    (:func:`palviz.collapse.class_means`, NaN rows for a class without samples). With
-    ``centred``, minus their mean $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a
-    balanced set): the centred class means of neural-collapse studies (Papyan et al. 2020),
-    whose ideal is the simplex."""
-    means = collapse.class_means(features, targets, num_classes, missing="nan")
-    return means - np.nanmean(means, axis=0) if centred else means
+    text, best = _noisy_frame(table, lambda kind, eta: f"{kinds.get(kind, kind)} {eta:g}")
+    if mark_best:
+        text = text.mask(best, text + "*")
+    return (f"{title}\n" if title else "") + _markdown(text)
 
 
 def feature_geometry(result: RunResult) -> dict[str, Any]:
@@ -475,11 +417,11 @@ def feature_geometry(result: RunResult) -> dict[str, Any]:
 
     ``prototype_cosines`` `[k, k]` and ``min_prototype_angle`` (degrees) of the classifier
     vectors; ``class_mean_cosines`` `[k, k]` and ``min_class_mean_angle`` of the *centred*
-    class means of the test features (:func:`class_mean_features`); ``feature_norms`` and
-    ``weight_norms`` `[k]`; ``train_counts``."""
+    class means of the test features (:func:`palviz.collapse.centered_means`, the class means
+    minus their mean); ``feature_norms`` and ``weight_norms`` `[k]`; ``train_counts``."""
     arrays = result.features()
     k = arrays["prototypes"].shape[0]
-    means = class_mean_features(arrays["features"], arrays["targets"], k, centred=True)
+    means = collapse.centered_means(arrays["features"], arrays["targets"], k)  # mu_c - mu_G
     return {
         "prototype_cosines": pmetrics.prototype_cosines(arrays["prototypes"]),
         "min_prototype_angle": pmetrics.min_prototype_angle(arrays["prototypes"]),
@@ -523,24 +465,10 @@ def style_noisy_table(
     (:func:`~palviz.plots.format_accuracy`, ``-`` where a method did not run), the highest mean
     of each column in bold (a reading aid, not a ranking), under ``caption`` and the key to the
     bold cells; cells padded so that they do not run together."""
-    columns: list[tuple[str, float]] = []
-    for row in table.values():
-        columns += [c for c in row if c not in columns]
-    frame = pd.DataFrame(
-        [[row.get(c) for c in columns] for row in table.values()],
-        index=pd.Index(list(table), name="method"),
-        columns=[f"{kind} η = {eta:g}" for kind, eta in columns],
-    )
-
-    def bold_best(column: pd.Series) -> list[str]:
-        means = [np.nan if v is None else v[0] for v in column]
-        best = np.nanmax(means)
-        return ["font-weight: bold" if m == best else "" for m in means]
-
+    text, best = _noisy_frame(table, lambda kind, eta: f"{kind} η = {eta:g}")
     key = "Bold: the highest mean of its column (a reading aid, not a ranking)."
     return (
-        frame.style.format(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
-        .apply(bold_best, axis=0)
+        text.style.apply(lambda _: np.where(best, "font-weight: bold", ""), axis=None)
         .set_caption(f"{caption} {key}".strip())
         .set_table_styles(CELL_PADDING)
     )
