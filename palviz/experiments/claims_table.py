@@ -89,9 +89,10 @@ def _by_seed(runs: pd.DataFrame, claim: Claim, label: str, metric: str) -> pd.Se
     return values.dropna()
 
 
-def _steps(runs: pd.DataFrame) -> Any:
-    steps = pd.to_numeric(runs["steps"], errors="coerce").dropna() if "steps" in runs else []
-    return int(max(steps)) if len(steps) else pd.NA
+def _largest(values: Iterable[Any]) -> Any:
+    """The largest of ``values`` that is a number (as an ``int``: steps), ``pd.NA`` if none."""
+    steps = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").dropna()
+    return int(steps.max()) if len(steps) else pd.NA
 
 
 def _check_paper_steps(value: Any) -> int | None:
@@ -163,6 +164,7 @@ def evaluate_claims(
     if missing and len(frame):
         raise invalid("frame", list(frame.columns), f"a results_frame (no {missing} column)")
     families: dict[tuple[str, str], list[dict]] = {}
+    texts: dict[tuple[str, str], tuple[str, str, str]] = {}  # a family's text, reading, epoch
     for claim in claims:
         if not isinstance(claim, Claim):
             raise invalid("claims", claim, "Claim objects")
@@ -172,20 +174,17 @@ def evaluate_claims(
         if len(frame) and best is not None and best not in frame:
             rule = f"a metric whose best-epoch twin {best!r} is a frame column"
             raise invalid(f"metric of claim {claim.claim!r}", claim.metric, rule)
-        members = families.setdefault((claim.notebook, claim.family), [])
-        first = members[0] if members else None
-        if first and (first["claim"], first["reading"], first["paper_reads"]) != (
-            claim.claim,
-            claim.reading,
-            claim.paper_reads,
-        ):
+        shared = (claim.claim, claim.reading, claim.paper_reads)
+        first = texts.setdefault((claim.notebook, claim.family), shared)
+        if first != shared:
             raise invalid(
                 f"claims of family {claim.family!r}",
-                (claim.claim, claim.reading, claim.paper_reads),
-                f"the same claim text, reading and paper_reads as its first member "
-                f"({first['claim']!r}, {first['reading']!r}, {first['paper_reads']!r})",
+                shared,
+                "the same claim text, reading and paper_reads as its first member "
+                f"({', '.join(map(repr, first))})",
             )
-        members.append(_member_row(frame, claim, profile, paper_steps, confidence))
+        member = _member_row(frame, claim, profile, paper_steps, confidence)
+        families.setdefault((claim.notebook, claim.family), []).append(member)
     rows = []
     for members in families.values():
         if members[0]["reading"] == "single" and len(members) > 1:
@@ -194,113 +193,88 @@ def evaluate_claims(
                 "single",
                 f"'all' or 'any' for {len(members)} comparisons",
             )
-        for prefix, _ in _EPOCHS:
-            adjusted = holm([m[prefix + VERDICT_P] for m in members])  # (7) across the family
-            for member, p in zip(members, adjusted, strict=True):
-                member[prefix + "p_holm"] = p
-        rows.append(_family_row(members, 1 - confidence))
-        rows.extend(members)
+        rows += [_family_row(members, 1 - confidence), *members]
     return typed_claims(pd.DataFrame(rows, columns=list(CLAIM_COLUMNS)))
 
 
-def _reading(
-    a: pd.Series, b: pd.Series, metric: str, direction: int, confidence: float
-) -> tuple[dict, int, list]:
-    """One reading of a comparison: its :data:`READING_COLUMNS` (but ``p_holm``), the number
-    of pairs and their seeds, from the per-seed values ``a`` (baseline) and ``b`` (method)."""
-    common = [s for s in a.index if s in set(b.index)]
-    if not common:
-        return {}, 0, []
-    factor = 100.0 if _is_accuracy(metric) else 1.0
-    d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
-    values = {
-        "mean_diff": d.mean,
-        "ci_low": d.ci_low,
-        "ci_high": d.ci_high,
-        "p_value": d.p_value,
-        "p_signflip": d.p_signflip,
-    }
+def _reading(a: pd.Series, b: pd.Series, metric: str, direction: int, confidence: float) -> dict:
+    """One reading of a comparison, its :data:`READING_COLUMNS` but ``p_holm``, from the
+    per-seed values ``a`` (baseline) and ``b`` (method) of the seeds both have."""
+    factor = 100.0 if metric in _ACCURACY_METRICS or metric.startswith("acc_class_") else 1.0
+    d = paired_difference(factor * a, factor * b, confidence)
+    values = {"mean_diff": d.mean, "ci_low": d.ci_low, "ci_high": d.ci_high}
+    values |= {"p_value": d.p_value, "p_signflip": d.p_signflip}
     alpha = 1 - confidence
     values["verdict"] = family_verdict("single", [d.mean], [values[VERDICT_P]], [direction], alpha)
-    return values, d.n, common
+    return values
+
+
+#: The columns a comparison's row takes from its :class:`~palviz.experiments.claims.Claim`.
+_CLAIM_FIELDS = ("notebook", "family", "reading", "claim", "source", "paper_reads", "metric")
 
 
 def _member_row(
     frame: pd.DataFrame, claim: Claim, profile: str, paper_steps: Any, confidence: float
 ) -> dict:
     steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
-    steps = _check_paper_steps(steps)
     best = BEST_EPOCH.get(claim.metric)
-    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    row = dict.fromkeys(CLAIM_COLUMNS, float("nan"))  # a text column's NaN reads ""
     row.update(
+        {c: getattr(claim, c) for c in _CLAIM_FIELDS},
         profile=profile,
-        notebook=claim.notebook,
-        family=claim.family,
         level="member",
-        reading=claim.reading,
-        claim=claim.claim,
-        source=claim.source,
-        paper_reads=claim.paper_reads,
         comparison=claim.comparison(),
-        metric=claim.metric,
-        seeds="",
         n_seeds=0,
         verdict=NOT_RUN,
         best_verdict=NOT_RUN if best is not None else "",
-        steps_per_run=pd.NA,
-        paper_steps=pd.NA if steps is None else steps,
+        paper_steps=_check_paper_steps(steps),
         _direction=claim.direction,
+        _seeds=[],
     )
     if not len(frame):
         return row
-    base_runs = _select(frame, claim, claim.baseline)
-    method_runs = _select(frame, claim, claim.method)
+    runs = {label: _select(frame, claim, label) for label in (claim.baseline, claim.method)}
     for (prefix, _), metric in zip(_EPOCHS, (claim.metric, best), strict=True):
         if metric is None:
             continue
-        a = _by_seed(base_runs, claim, claim.baseline, metric)
-        b = _by_seed(method_runs, claim, claim.method, metric)
-        values, n, common = _reading(a, b, metric, claim.direction, confidence)
+        a, b = (_by_seed(runs[m], claim, m, metric) for m in (claim.baseline, claim.method))
+        common = [s for s in a.index if s in set(b.index)]
+        if not common:
+            continue
+        values = _reading(a.loc[common], b.loc[common], metric, claim.direction, confidence)
         row.update({prefix + k: v for k, v in values.items()})
-        if prefix == "" and n:  # the pairs of the claim's own metric
-            paired = pd.concat(
-                [
-                    base_runs[base_runs["seed"].isin(common)],
-                    method_runs[method_runs["seed"].isin(common)],
-                ]
-            )
-            row.update(seeds=seeds_text(common), n_seeds=n, steps_per_run=_steps(paired))
+        if not prefix:  # the pairs of the claim's own metric
+            paired = pd.concat(runs.values())
+            paired = paired[paired["seed"].isin(common)]
+            row.update(seeds=seeds_text(common), n_seeds=len(common), _seeds=common)
+            row["steps_per_run"] = _largest(paired["steps"]) if "steps" in paired else pd.NA
     return row
 
 
 def _family_row(members: list[dict], alpha: float) -> dict:
-    first = members[0]
-    reading = first["reading"]
-    what = {"all": "all of", "any": "any of", "single": ""}[reading]
-    n = len(members)
-    comparison = first["comparison"] if reading == "single" else f"{what} the {n} comparisons below"
-    steps = [m["steps_per_run"] for m in members if not pd.isna(m["steps_per_run"])]
-    papers = [m["paper_steps"] for m in members if not pd.isna(m["paper_steps"])]
-    seeds = sorted({x for m in members for x in _parse_seeds(m["seeds"])})
+    """The row of a family above its ``members``, whose ``p_holm`` it sets (Holm's correction
+    across the family)."""
+    first, reading = members[0], members[0]["reading"]
     directions = [m.pop("_direction") for m in members]
-    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    what = {"all": "all of", "any": "any of"}.get(reading)
+    row = dict.fromkeys(CLAIM_COLUMNS, float("nan"))
     row.update(
-        {c: first[c] for c in ("profile", "notebook", "family", "reading", "claim", "source")},
-        paper_reads=first["paper_reads"],
+        {c: first[c] for c in ("profile", *_CLAIM_FIELDS)},
         level="family",
-        comparison=comparison,
-        metric=first["metric"],
-        seeds=seeds_text(seeds),
+        comparison=f"{what} the {len(members)} comparisons below" if what else first["comparison"],
+        seeds=seeds_text(s for m in members for s in m.pop("_seeds")),
         n_seeds=min(m["n_seeds"] for m in members),
-        steps_per_run=max(steps) if steps else pd.NA,
-        paper_steps=max(papers) if papers else pd.NA,
+        steps_per_run=_largest(m["steps_per_run"] for m in members),
+        paper_steps=_largest(m["paper_steps"] for m in members),
     )
     # "all": every member for the claim (consistent), some member against it (contradicted);
     # "any": some member for it (consistent), every member against it (contradicted)
     every = +1 if reading != "any" else -1
     for prefix, _ in _EPOCHS:
+        adjusted = holm([m[prefix + VERDICT_P] for m in members])  # (7) across the family
+        for member, p in zip(members, adjusted, strict=True):
+            member[prefix + "p_holm"] = p
         if not first[prefix + "verdict"]:  # a metric without a best-epoch twin
-            row[prefix + "verdict"] = ""
             continue
         means = [m[prefix + "mean_diff"] for m in members]
         sides = [np.sign(x) * d for x, d in zip(means, directions, strict=True)]  # +1: claimed
@@ -311,7 +285,6 @@ def _family_row(members: list[dict], alpha: float) -> dict:
                     x if side == every and not math.isnan(x) else 1.0
                     for x, side in zip(p, sides, strict=True)
                 )
-        adjusted = [m[prefix + "p_holm"] for m in members]
         if not all(math.isnan(x) for x in adjusted):  # (10, 11) "some member": smallest Holm p
             row[prefix + "p_holm"] = min(
                 [x for x, side in zip(adjusted, sides, strict=True) if side == -every] or [1.0]
@@ -320,18 +293,6 @@ def _family_row(members: list[dict], alpha: float) -> dict:
         ran = [not math.isnan(x) for x in means]
         row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha, run=ran)
     return row
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in filter(None, (p.strip() for p in str(text).split(","))):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def _is_accuracy(metric: str) -> bool:
-    return metric in _ACCURACY_METRICS or metric.startswith("acc_class_")
 
 
 # -------------------------------------------------------------------------------- markdown
