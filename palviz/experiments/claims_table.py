@@ -28,6 +28,7 @@ from palviz.experiments.claims import (
     seeds_text,
     typed_claims,
 )
+from palviz.experiments.tables import markdown_table
 from palviz.files import resolve_profile
 from palviz.stats import (
     CONSISTENT,
@@ -298,27 +299,28 @@ def _family_row(members: list[dict], alpha: float) -> dict:
 # -------------------------------------------------------------------------------- markdown
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.1f}"
-
-
-def _difference_text(row: pd.Series, prefix: str = "") -> str:
+def _difference_text(row: pd.Series, prefix: str) -> str:
     mean, low, high = (row[prefix + c] for c in ("mean_diff", "ci_low", "ci_high"))
     if row["n_seeds"] == 0 or pd.isna(mean):
         return "n/a"
     if pd.isna(low) or pd.isna(high):
-        return f"{_signed(mean)} [no interval: one seed]"
-    return f"{_signed(mean)} [{_signed(low)}, {_signed(high)}]"
-
-
-def _steps_text(value: Any) -> str:
-    return "-" if pd.isna(value) else f"{int(value):,}"
+        return f"{mean:+.1f} [no interval: one seed]"
+    return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
 def _p_text(value: Any) -> str:
     if pd.isna(value):
         return "-"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _check_claims(df: pd.DataFrame) -> None:
+    if list(df.columns) != list(CLAIM_COLUMNS):
+        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+
+
+#: How the narrow claims table says a family is read.
+_READS = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
 
 
 def claims_markdown(df: pd.DataFrame) -> str:
@@ -332,70 +334,63 @@ def claims_markdown(df: pd.DataFrame) -> str:
     number, the epoch the paper reads, the paired-t, sign-flip and Holm-adjusted p-values at
     the last epoch, the same reading at the best epoch (difference, p-values, verdict) and the
     steps per run beside the paper's."""
-    if list(df.columns) != list(CLAIM_COLUMNS):
-        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
-    reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
-    main, detail = [], []
-    for _, r in df.iterrows():
-        family = r["level"] == "family"
-        quote = '"' + str(r["claim"]).strip('"') + '"'
-        what = reading[str(r["reading"])] if family else str(r["comparison"])
-        bold = (lambda t: f"**{t}**") if family else (lambda t: t)
-        main.append(
-            {
-                "claim": f"**{quote}** ({r['source']})" if family else "",
-                "comparison": what,
-                "difference [95 % CI], last epoch": "" if family else _difference_text(r),
-                "verdict": bold(str(r["verdict"]) or "-"),
-            }
-        )
-        cells = {
-            "comparison": bold(what),
-            "seeds (n)": "" if family or not r["n_seeds"] else f"{r['seeds']} ({r['n_seeds']})",
-            "paper reads": (str(r["paper_reads"]) or "-") if family else "",
-        }
-        for prefix, epoch in _EPOCHS:
-            when = epoch.split()[0]
-            if prefix:  # the best epoch's own difference and verdict
-                cells[f"{when}: difference [CI]"] = "" if family else _difference_text(r, prefix)
-            for column, name in {**P_NAMES, "p_holm": "p (Holm)"}.items():
-                cells[f"{when}: {name}"] = bold(_p_text(r[prefix + column]))
-            if prefix:
-                cells[f"{when}: verdict"] = bold(str(r[prefix + "verdict"]) or "-")
-        cells["steps per run"] = "" if family else _steps_text(r["steps_per_run"])
-        cells["paper's steps"] = "" if family else _steps_text(r["paper_steps"])
-        detail.append(cells)
+    _check_claims(df)
+    family = df["level"] == "family"
+
+    def bold(texts: Iterable[str]) -> pd.Series:  # a family's cells in bold
+        texts = pd.Series(list(texts), index=df.index, dtype=object)
+        return texts.mask(family, "**" + texts + "**")
+
+    def members(texts: Iterable[str]) -> pd.Series:  # a family's cells empty
+        return pd.Series(list(texts), index=df.index, dtype=object).mask(family, "")
+
+    def difference(prefix: str) -> pd.Series:
+        return members(_difference_text(r, prefix) for _, r in df.iterrows())
+
+    def steps(column: str) -> pd.Series:
+        return members(df[column].map(lambda v: "-" if pd.isna(v) else f"{int(v):,}"))
+
+    what = df["comparison"].mask(family, df["reading"].map(_READS))
+    quote = '**"' + df["claim"].str.strip('"') + '"** (' + df["source"] + ")"
+    main = {
+        "claim": quote.where(family, ""),
+        "comparison": what,
+        "difference [95 % CI], last epoch": difference(""),
+        "verdict": bold(df["verdict"].replace("", "-")),
+    }
+    seeds = members(df["seeds"] + " (" + df["n_seeds"].astype(str) + ")")
+    p_names = {**P_NAMES, "p_holm": "p (Holm)"}
+    detail = {
+        "comparison": bold(what),
+        "seeds (n)": seeds.where(df["n_seeds"] > 0, ""),
+        "paper reads": df["paper_reads"].replace("", "-").where(family, ""),
+        **{f"last: {name}": bold(df[c].map(_p_text)) for c, name in p_names.items()},
+        "best: difference [CI]": difference("best_"),
+        **{f"best: {name}": bold(df["best_" + c].map(_p_text)) for c, name in p_names.items()},
+        "best: verdict": bold(df["best_verdict"].replace("", "-")),
+        "steps per run": steps("steps_per_run"),
+        "paper's steps": steps("paper_steps"),
+    }
+    main_left, detail_left = ("claim", "comparison", "verdict"), ("comparison", "paper reads")
     return (
-        _table(main, ["claim", "comparison", "verdict"])
-        + "\n<details><summary>p-values, the best epoch and the steps of each comparison"
+        markdown_table(pd.DataFrame(main), index=False, left=main_left)
+        + "\n\n<details><summary>p-values, the best epoch and the steps of each comparison"
         + "</summary>\n\n"
-        + _table(detail, ["comparison", "paper reads", "best: verdict"])
-        + "\n</details>\n"
+        + markdown_table(pd.DataFrame(detail), index=False, left=(*detail_left, "best: verdict"))
+        + "\n\n</details>\n"
     )
-
-
-def _table(rows: list[dict], left: list[str]) -> str:
-    """``rows`` as a markdown table, ``|`` escaped, the columns of ``left`` left-aligned."""
-    rows = [{k: v.replace("|", "\\|") for k, v in row.items()} for row in rows]
-    table = pd.DataFrame(rows, columns=list(rows[0]) if rows else left)
-    align = ["left" if c in left else "right" for c in table.columns]
-    return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
-
-
-def _verdict_counts(families: pd.DataFrame, column: str) -> str:
-    verdicts = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
-    return ", ".join(f"{(families[column] == v).sum()} {v}" for v in verdicts)
 
 
 def claims_summary(df: pd.DataFrame) -> str:
     """One sentence counting the family verdicts of ``df`` at each epoch, e.g. ``"4 claims,
     at the last epoch: 1 consistent, 0 contradicted, 2 inconclusive at this size, 1 not run
     in this profile; at the best epoch: ... (12 comparisons)."``"""
-    if list(df.columns) != list(CLAIM_COLUMNS):
-        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    _check_claims(df)
     families = df[df["level"] == "family"]
+    verdicts = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
     counts = "; ".join(
-        f"at the {epoch}: {_verdict_counts(families, prefix + 'verdict')}"
+        f"at the {epoch}: "
+        + ", ".join(f"{(families[prefix + 'verdict'] == v).sum()} {v}" for v in verdicts)
         for prefix, epoch in _EPOCHS
     )
     members = int((df["level"] == "member").sum())

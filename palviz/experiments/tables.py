@@ -238,12 +238,16 @@ def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
     return _caption(results_frame(results), profile)
 
 
-def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
-    """``frame`` (cells already text) as a markdown table: names (the index, ``method``,
-    ``data set``) left-aligned, numbers right-aligned, no cell re-parsed as a number."""
+def markdown_table(
+    frame: pd.DataFrame, *, index: bool = True, left: Iterable[str] = ("method", "data set")
+) -> str:
+    """``frame`` (cells already text) as a markdown table: a ``|`` in a cell escaped, the
+    columns (and index) named in ``left`` left-aligned, the others (numbers) right-aligned, no
+    cell re-parsed as a number."""
     names = ([frame.index.name] if index else []) + list(frame.columns)
-    align = ["left" if name in ("method", "data set") else "right" for name in names]
-    return frame.to_markdown(index=index, disable_numparse=True, colalign=align)
+    align = ["left" if name in left else "right" for name in names]
+    cells = frame.map(lambda text: text.replace("|", "\\|"))
+    return cells.to_markdown(index=index, disable_numparse=True, colalign=align)
 
 
 def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
@@ -280,7 +284,7 @@ def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) 
     the best-epoch column when a source of :mod:`palviz.experiments.published` has a number
     for one of the rows (each number with its source's name, ``-`` for none)."""
     blocks = [
-        caption + "\n\n" + _markdown(table, index=False)
+        caption + "\n\n" + markdown_table(table, index=False)
         for caption, table in _lt_frames(results, profile)
     ]
     return "\n\n".join(blocks) + "\n"
@@ -326,7 +330,7 @@ def _published_blocks(
                 f"**{source.name}{on}**: {source.citation}, {source.where}. Top-1 "
                 f"{source.reports} in the source, shown as accuracy (%); epoch: "
                 f"{source.selection}; {source.spread}; set-up: {source.setup}.\n\n"
-                + _markdown(frame)
+                + markdown_table(frame)
             )
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
@@ -409,7 +413,7 @@ def format_noisy_table(
     text, best = _noisy_frame(table, lambda kind, eta: f"{kinds.get(kind, kind)} {eta:g}")
     if mark_best:
         text = text.mask(best, text + "*")
-    return (f"{title}\n" if title else "") + _markdown(text)
+    return (f"{title}\n" if title else "") + markdown_table(text)
 
 
 def feature_geometry(result: RunResult) -> dict[str, Any]:
