@@ -62,7 +62,10 @@ _ACCURACY_METRICS = ("last_acc", "best_acc", "many", "medium", "few")
 
 
 def _select(frame: pd.DataFrame, claim: Claim, label: str) -> pd.DataFrame:
+    """The runs of ``label`` in the claim's setting (``where``) and seeds, indexed by seed."""
     keep = frame["label"] == label
+    if claim.seeds is not None:
+        keep &= frame["seed"].isin(claim.seeds)
     for column, wanted in claim.where.items():
         if column not in frame:
             rule = f"frame columns ({column!r} is not one)"
@@ -73,21 +76,14 @@ def _select(frame: pd.DataFrame, claim: Claim, label: str) -> pd.DataFrame:
             keep &= np.isclose(numeric, float(wanted), rtol=0.0, atol=1e-9)
         else:
             keep &= values == wanted
-    return frame[keep]
-
-
-def _by_seed(runs: pd.DataFrame, claim: Claim, label: str, metric: str) -> pd.Series:
-    if claim.seeds is not None:
-        runs = runs[runs["seed"].isin(claim.seeds)]
-    seeds = runs["seed"]
+    seeds = frame.loc[keep, "seed"]
     if seeds.duplicated().any():
         twice = sorted(seeds[seeds.duplicated()].unique().tolist())
         raise ValueError(
             f"claim {claim.claim!r} selects several runs of {label!r} for seeds {twice}: "
             f"narrow its where ({claim.where!r})"
         )
-    values = pd.Series(runs[metric].to_numpy(dtype=float), index=seeds.to_numpy(), name=label)
-    return values.dropna()
+    return frame[keep].set_index("seed")
 
 
 def _largest(values: Iterable[Any]) -> Any:
@@ -238,7 +234,7 @@ def _member_row(
     for (prefix, _), metric in zip(_EPOCHS, (claim.metric, best), strict=True):
         if metric is None:
             continue
-        a, b = (_by_seed(runs[m], claim, m, metric) for m in (claim.baseline, claim.method))
+        a, b = (runs[m][metric].astype(float).dropna() for m in (claim.baseline, claim.method))
         common = [s for s in a.index if s in set(b.index)]
         if not common:
             continue
@@ -246,9 +242,8 @@ def _member_row(
         row.update({prefix + k: v for k, v in values.items()})
         if not prefix:  # the pairs of the claim's own metric
             paired = pd.concat(runs.values())
-            paired = paired[paired["seed"].isin(common)]
             row.update(seeds=seeds_text(common), n_seeds=len(common), _seeds=common)
-            row["steps_per_run"] = _largest(paired["steps"]) if "steps" in paired else pd.NA
+            row["steps_per_run"] = _largest(paired[paired.index.isin(common)].get("steps", []))
     return row
 
 

@@ -129,15 +129,15 @@ def select_runs(
     """The results that match every given criterion; with ``labels``, in the order of
     ``labels`` (then by seed), else in their own order."""
     wanted = {"dataset": dataset, "imbalance_ratio": imbalance_ratio, "seed": seed}
+    order = None if labels is None else list(labels)
     picked = [
         r
         for r in results
         if all(value is None or getattr(r.spec, name) == value for name, value in wanted.items())
+        and (order is None or r.label in order)
     ]
-    if labels is None:
+    if order is None:
         return picked
-    order = list(labels)
-    picked = [r for r in picked if r.label in order]
     return sorted(picked, key=lambda r: (order.index(r.label), r.spec.seed))
 
 
@@ -314,15 +314,12 @@ def _published_blocks(
     blocks = []
     for source in SOURCES.values():
         mine = [r for r in records if r.source == source.name]
-        parts = dict.fromkeys(r.dataset for r in mine) if by_dataset else {None: None}
-        for dataset in parts:
+        for dataset in dict.fromkeys(r.dataset if by_dataset else None for r in mine):
             cells: dict[str, dict[str, str]] = {}
             for r in mine:
-                if dataset is None or r.dataset == dataset:
+                if dataset in (None, r.dataset):
                     column = f"{setting(r)}, {r.column}" if r.column else setting(r)
                     cells.setdefault(r.method, {})[column] = r.text
-            if not cells:
-                continue
             frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-")
             frame.index.name = "method"
             on = f", {DATASET_NAMES.get(dataset, dataset)}" if dataset else ""
