@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from palviz.experiments import tables
+from palviz.experiments import inspection, tables
 from palviz.experiments.recipes import lt_spec, noisy_spec
 from palviz.experiments.runcache import RunResult
 from palviz.metrics import shot_group_accuracy
@@ -134,8 +134,8 @@ def test_transition_rule_error_is_zero_for_the_rule_and_sees_a_wrong_flip():
     flipped = np.array([int(0.4 * n) for n in counts]) / np.array(counts)
     T = np.full((3, 3), 0.0) + np.diag(1 - flipped)
     metrics = {"transition_matrix": T.tolist(), "train_counts": counts}
-    assert tables.transition_rule_error(RunResult(spec, metrics, path=None)) == 0.0
+    assert inspection.transition_rule_error(RunResult(spec, metrics, path=None)) == 0.0
     T[0, 0] = 0.5
     metrics["transition_matrix"] = T.tolist()
-    error = tables.transition_rule_error(RunResult(spec, metrics, path=None))
+    error = inspection.transition_rule_error(RunResult(spec, metrics, path=None))
     assert error == pytest.approx(0.1)

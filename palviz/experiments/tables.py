@@ -1,5 +1,5 @@
-"""Result tables: every finished run as one row of a pandas frame, and the tables, captions
-and geometry the notebooks print from it.
+"""Result tables: every finished run as one row of a pandas frame, and the tables and captions
+the notebooks print from it (one run's history and geometry: :mod:`palviz.experiments.inspection`).
 
 :func:`results_frame` is the one place that reads a run's metrics into columns; the tables
 (:func:`lt_table`, :func:`noisy_accuracy_table`, ...) are group-bys of that frame (mean and
@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from palviz import collapse
 from palviz import metrics as pmetrics
-from palviz.data import asymmetric_map, flip_count
 from palviz.experiments.published import (
     PUBLISHED,
     SOURCES,
@@ -139,16 +137,6 @@ def select_runs(
     if order is None:
         return picked
     return sorted(picked, key=lambda r: (order.index(r.label), r.spec.seed))
-
-
-def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, values)`` of ``key`` over the epochs whose history row has it (1-based
-    epochs, so the last of E epochs is E), e.g. ``"test_acc"`` or ``"min_prototype_angle"``."""
-    rows = [r for r in result.metrics["history"] if key in r]
-    if not rows:
-        raise ValueError(f"no history row of {result.label!r} has {key!r}")
-    epochs = np.array([r["epoch"] + 1 for r in rows])
-    return epochs, np.array([r[key] for r in rows], dtype=float)
 
 
 def lt_table(results: Sequence[RunResult]) -> list[dict]:
@@ -332,6 +320,10 @@ def _published_blocks(
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
+#: A noise kind as a column of the noisy tables says it (``sym 0.4``).
+_KINDS = {"symmetric": "sym", "asymmetric": "asym"}
+
+
 def published_lt_markdown() -> str:
     """Every long-tailed number of :data:`~palviz.experiments.published.PUBLISHED` as
     markdown, one table per source: a row per method, a column per data set and ratio."""
@@ -347,9 +339,8 @@ def published_noisy_markdown(datasets: Iterable[str] | None = None) -> str:
     ``""`` when no source has a number on them."""
     wanted = None if datasets is None else set(datasets)
     records = [r for r in PUBLISHED if r.noise_kind and (wanted is None or r.dataset in wanted)]
-    kinds = {"symmetric": "sym", "asymmetric": "asym"}
     return _published_blocks(
-        records, lambda r: f"{kinds[r.noise_kind]} {r.noise_rate:g}", by_dataset=True
+        records, lambda r: f"{_KINDS[r.noise_kind]} {r.noise_rate:g}", by_dataset=True
     )
 
 
@@ -406,32 +397,10 @@ def format_noisy_table(
     (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; with
     ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
     ranking: differences within a seed's spread mean nothing)."""
-    kinds = {"symmetric": "sym", "asymmetric": "asym"}
-    text, best = _noisy_frame(table, lambda kind, eta: f"{kinds.get(kind, kind)} {eta:g}")
+    text, best = _noisy_frame(table, lambda kind, eta: f"{_KINDS.get(kind, kind)} {eta:g}")
     if mark_best:
         text = text.mask(best, text + "*")
     return (f"{title}\n" if title else "") + markdown_table(text)
-
-
-def feature_geometry(result: RunResult) -> dict[str, Any]:
-    """The geometry of a finished run, from its test features and its head's prototypes:
-
-    ``prototype_cosines`` `[k, k]` and ``min_prototype_angle`` (degrees) of the classifier
-    vectors; ``class_mean_cosines`` `[k, k]` and ``min_class_mean_angle`` of the *centred*
-    class means of the test features (:func:`palviz.collapse.centered_means`, the class means
-    minus their mean); ``feature_norms`` and ``weight_norms`` `[k]`; ``train_counts``."""
-    arrays = result.features()
-    k = arrays["prototypes"].shape[0]
-    means = collapse.centered_means(arrays["features"], arrays["targets"], k)  # mu_c - mu_G
-    return {
-        "prototype_cosines": pmetrics.prototype_cosines(arrays["prototypes"]),
-        "min_prototype_angle": pmetrics.min_prototype_angle(arrays["prototypes"]),
-        "class_mean_cosines": pmetrics.prototype_cosines(means),
-        "min_class_mean_angle": pmetrics.min_prototype_angle(means),
-        "feature_norms": pmetrics.feature_norms_per_class(arrays["features"], arrays["targets"], k),
-        "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
-        "train_counts": result.metrics["train_counts"],
-    }
 
 
 def per_class_frame(
@@ -473,20 +442,3 @@ def style_noisy_table(
         .set_caption(f"{caption} {key}".strip())
         .set_table_styles(CELL_PADDING)
     )
-
-
-def transition_rule_error(result: RunResult) -> float:
-    """How far a noisy run's realised transition matrix is from the rule that made its labels:
-    ``flip_count(eta, n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
-    asymmetric: to the class :func:`palviz.data.asymmetric_map` names). The largest absolute
-    difference over the diagonal (symmetric) or the whole matrix (asymmetric)."""
-    T = np.asarray(result.metrics["transition_matrix"], dtype=float)
-    n = np.asarray(result.metrics["train_counts"])
-    eta, kind = result.spec.noise_rate, result.spec.noise_kind
-    flipped = np.array([flip_count(eta, int(c)) for c in n]) / n
-    expected = np.eye(len(n))
-    if kind == "symmetric":
-        return float(np.max(np.abs(np.diag(T) - (1 - flipped))))
-    for s, t in asymmetric_map(result.spec.dataset).items():
-        expected[s, s], expected[s, t] = 1 - flipped[s], flipped[s]
-    return float(np.max(np.abs(T - expected)))
