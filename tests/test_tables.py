@@ -1,6 +1,7 @@
 """results_frame, the one frame every table of palviz.experiments.tables is a group-by of."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from palviz.experiments import inspection, tables
@@ -101,6 +102,14 @@ def test_one_seed_has_no_spread_and_every_table_formats_it_alike():
     noisy = tables.noisy_accuracy_table(results)
     cells = tables.format_noisy_table(noisy).splitlines()[-1].split("|")
     assert [c.strip() for c in cells[1:3]] == ["CE", "50.0*"]
+
+
+def test_markdown_tables_escape_a_bar_and_align_names_left_and_numbers_right():
+    frame = pd.DataFrame({"method": ["A|B"], "sym 0.2": ["50.0"]})
+    lines = tables.markdown_table(frame, index=False).splitlines()
+    assert lines[1].startswith("|:-") and lines[1].endswith("-:|")  # left, then right
+    assert lines[2].startswith("| A\\|B ")
+    assert tables.markdown_table(frame.set_index("method")).splitlines() == lines
 
 
 def test_per_class_frame_has_one_row_per_run_and_class_with_its_training_count():

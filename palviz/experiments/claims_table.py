@@ -267,27 +267,26 @@ def _family_row(members: list[dict], alpha: float) -> dict:
     # "any": some member for it (consistent), every member against it (contradicted)
     every = +1 if reading != "any" else -1
     for prefix, _ in _EPOCHS:
-        adjusted = holm([m[prefix + VERDICT_P] for m in members])  # (7) across the family
-        for member, p in zip(members, adjusted, strict=True):
-            member[prefix + "p_holm"] = p
+        p = [m[prefix + VERDICT_P] for m in members]
+        adjusted = holm(p)  # (7) across the family
+        for member, q in zip(members, adjusted, strict=True):
+            member[prefix + "p_holm"] = q
         if not first[prefix + "verdict"]:  # a metric without a best-epoch twin
             continue
         means = [m[prefix + "mean_diff"] for m in members]
         sides = [np.sign(x) * d for x, d in zip(means, directions, strict=True)]  # +1: claimed
         for column in P_NAMES:  # (10, 11) "every member": the largest p, 1 on the other side
-            p = [m[prefix + column] for m in members]
-            if not all(math.isnan(x) for x in p):
+            values = [m[prefix + column] for m in members]
+            if not all(math.isnan(x) for x in values):
                 row[prefix + column] = max(
                     x if side == every and not math.isnan(x) else 1.0
-                    for x, side in zip(p, sides, strict=True)
+                    for x, side in zip(values, sides, strict=True)
                 )
         if not all(math.isnan(x) for x in adjusted):  # (10, 11) "some member": smallest Holm p
             row[prefix + "p_holm"] = min(
                 [x for x, side in zip(adjusted, sides, strict=True) if side == -every] or [1.0]
             )
-        p = [m[prefix + VERDICT_P] for m in members]
-        ran = [not math.isnan(x) for x in means]
-        row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha, run=ran)
+        row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha)
     return row
 
 

@@ -227,15 +227,14 @@ def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
 
 
 def markdown_table(
-    frame: pd.DataFrame, *, index: bool = True, left: Iterable[str] = ("method", "data set")
+    frame: pd.DataFrame, *, index: bool = True, left: Iterable[str] = ("method",)
 ) -> str:
-    """``frame`` (cells already text) as a markdown table: a ``|`` in a cell escaped, the
-    columns (and index) named in ``left`` left-aligned, the others (numbers) right-aligned, no
-    cell re-parsed as a number."""
-    names = ([frame.index.name] if index else []) + list(frame.columns)
-    align = ["left" if name in left else "right" for name in names]
-    cells = frame.map(lambda text: text.replace("|", "\\|"))
-    return cells.to_markdown(index=index, disable_numparse=True, colalign=align)
+    """``frame`` (cells already text; with ``index``, its index first) as a markdown table: a
+    ``|`` in a cell escaped, the columns named in ``left`` left-aligned, the others (numbers)
+    right-aligned, no cell re-parsed as a number."""
+    cells = (frame.reset_index() if index else frame).map(lambda text: text.replace("|", "\\|"))
+    align = ["left" if name in left else "right" for name in cells.columns]
+    return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
 def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
@@ -355,11 +354,11 @@ def noisy_accuracy_table(
     frame = results_frame(results)
     if frame.empty:
         return {}
-    if callable(key) or key not in frame:
-        value = key if callable(key) else (lambda metrics: metrics[key])
-        frame["value"] = [_number(value(r.metrics)) for r in results]
-    else:
+    if isinstance(key, str) and key in frame:
         frame["value"] = frame[key]
+    else:  # a function of the metrics, or a number of metrics.json that is no column
+        values = [key(r.metrics) if callable(key) else r.metrics[key] for r in results]
+        frame["value"] = [_number(v) for v in values]
     stats = _over_seeds(frame, ["label", "noise_kind", "noise_rate"], ["value"])["value"]
     table: dict[str, dict[tuple[str, float], tuple[float, float, int]]] = {}
     for (label, kind, eta), (mean, std, n) in stats.iterrows():
@@ -421,10 +420,10 @@ def per_class_frame(
         value_name="value",
     )
     long["class"] = long["class"].str.removeprefix(prefix).astype(int)
-    long = long[long["class"] < long["num_classes"]].copy()
-    pairs = zip(long["train_counts"], long["class"], strict=True)
-    long["train_count"] = [counts[c] for counts, c in pairs]
-    return long.drop(columns=["num_classes", "train_counts"]).reset_index(drop=True)
+    long = long[long["class"] < long["num_classes"]]
+    counts = [counts[c] for counts, c in zip(long["train_counts"], long["class"], strict=True)]
+    long = long.assign(train_count=counts).drop(columns=["num_classes", "train_counts"])
+    return long.reset_index(drop=True)
 
 
 def style_noisy_table(
