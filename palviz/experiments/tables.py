@@ -255,11 +255,9 @@ def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[
         cells = block.assign(
             published=block["published"].map(published_text),
             seeds=block["seeds"].map(lambda seeds: ", ".join(map(str, seeds))),
-            **{
-                c: block[c].map(lambda v: format_accuracy(*(v or (None,))))
-                for c in ("last", "best", *_GROUPS)
-            },
         )
+        accuracy = ["last", "best", *_GROUPS]  # (mean, std), None for an empty shot group
+        cells[accuracy] = block[accuracy].map(lambda v: format_accuracy(*(v or (None,))))
         out.append((_caption(runs, profile, "**"), cells[list(names)].rename(columns=names)))
     return out
 
@@ -307,8 +305,7 @@ def _published_blocks(
                 if dataset in (None, r.dataset):
                     column = f"{setting(r)}, {r.column}" if r.column else setting(r)
                     cells.setdefault(r.method, {})[column] = r.text
-            frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-")
-            frame.index.name = "method"
+            frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-").rename_axis("method")
             on = f", {DATASET_NAMES.get(dataset, dataset)}" if dataset else ""
             blocks.append(
                 f"**{source.name}{on}**: {source.citation}, {source.where}. Top-1 "
