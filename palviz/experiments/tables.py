@@ -3,9 +3,9 @@ the notebooks print from it (one run's history and geometry: :mod:`palviz.experi
 
 :func:`results_frame` is the one place that reads a run's metrics into columns; the tables
 (:func:`lt_table`, :func:`noisy_accuracy_table`, ...) are group-bys of that frame (mean and
-standard deviation over seeds, :func:`_over_seeds`), and the markdown is written by
-``DataFrame.to_markdown``. Every accuracy a table prints is formatted by one function,
-:func:`palviz.plots.format_accuracy`.
+standard deviation over seeds, :func:`_over_seeds`), and every markdown table, the claims
+tables included, is written by :func:`markdown_table` (``DataFrame.to_markdown``). Every
+accuracy a table prints is formatted by one function, :func:`palviz.plots.format_accuracy`.
 """
 
 from __future__ import annotations
