@@ -340,9 +340,13 @@ def published_noisy_markdown(datasets: Iterable[str] | None = None) -> str:
     )
 
 
+#: The shape of :func:`noisy_accuracy_table`: ``{label: {(kind, eta): (mean, std, n)}}``.
+NoisyTable = dict[str, dict[tuple[str, float], tuple[float, float, int]]]
+
+
 def noisy_accuracy_table(
     results: Sequence[RunResult], key: str | Callable[[dict], float] = "last_acc"
-) -> dict[str, dict[tuple[str, float], tuple[float, float, int]]]:
+) -> NoisyTable:
     """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
     ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
     appearance; std is NaN for one seed. (A dict rather than a frame: the shape
@@ -357,14 +361,14 @@ def noisy_accuracy_table(
         values = [key(r.metrics) if callable(key) else r.metrics[key] for r in results]
         frame["value"] = [_number(v) for v in values]
     stats = _over_seeds(frame, ["label", "noise_kind", "noise_rate"], ["value"])["value"]
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]] = {}
+    table: NoisyTable = {}
     for (label, kind, eta), (mean, std, n) in stats.iterrows():
         table.setdefault(label, {})[kind, float(eta)] = (float(mean), float(std), int(n))
     return table
 
 
 def _noisy_frame(
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    table: NoisyTable,
     header: Callable[[str, float], str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`noisy_accuracy_table` as text cells, one row per method and one column per
@@ -383,7 +387,7 @@ def _noisy_frame(
 
 
 def format_noisy_table(
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    table: NoisyTable,
     *,
     title: str = "",
     mark_best: bool = True,
@@ -423,9 +427,7 @@ def per_class_frame(
     return long.reset_index(drop=True)
 
 
-def style_noisy_table(
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]], *, caption: str = ""
-):
+def style_noisy_table(table: NoisyTable, *, caption: str = ""):
     """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
     one column per (kind, eta) headed ``"symmetric η = 0.2"``, cells ``mean ± std`` in percent
     (:func:`~palviz.plots.format_accuracy`, ``-`` where a method did not run), the highest mean
