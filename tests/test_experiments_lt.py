@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from palviz import collapse, plots
 from palviz import experiments as ex
-from palviz import plots
 
 COUNTS_RHO100 = [939, 562, 337, 202, 121, 72, 43, 26, 15, 9]  # MNIST-1D-LT, rho = 100
 COUNTS_RHO10 = [939, 727, 562, 435, 337, 261, 202, 156, 121, 93]  # no few-shot class
@@ -134,15 +134,15 @@ def test_select_runs_filters_and_orders_by_the_given_labels():
     assert len(ex.select_runs(results, seed=0)) == 3
 
 
-def test_class_mean_features_are_the_means_of_each_class():
+def test_the_class_means_of_the_geometry_are_the_means_of_each_class():
     rng = np.random.default_rng(0)
     z = rng.normal(size=(50, 4))
     y = rng.integers(0, 3, size=50)
-    means = ex.class_mean_features(z, y, 4)
+    means = collapse.class_means(z, y, 4, missing="nan")
     for c in range(3):
         assert np.allclose(means[c], z[y == c].mean(axis=0))
     assert np.all(np.isnan(means[3]))  # class without a sample
-    centred = ex.class_mean_features(z, y, 3, centred=True)
+    centred = collapse.centered_means(z, y, 3)
     assert np.allclose(centred.sum(axis=0), 0)
     assert np.allclose(centred[1] - centred[0], means[1] - means[0])
 

@@ -1,9 +1,10 @@
 """results_frame, the one frame every table of palviz.experiments.tables is a group-by of."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from palviz.experiments import tables
+from palviz.experiments import inspection, tables
 from palviz.experiments.recipes import lt_spec, noisy_spec
 from palviz.experiments.runcache import RunResult
 from palviz.metrics import shot_group_accuracy
@@ -103,6 +104,14 @@ def test_one_seed_has_no_spread_and_every_table_formats_it_alike():
     assert [c.strip() for c in cells[1:3]] == ["CE", "50.0*"]
 
 
+def test_markdown_tables_escape_a_bar_and_align_names_left_and_numbers_right():
+    frame = pd.DataFrame({"method": ["A|B"], "sym 0.2": ["50.0"]})
+    lines = tables.markdown_table(frame, index=False).splitlines()
+    assert lines[1].startswith("|:-") and lines[1].endswith("-:|")  # left, then right
+    assert lines[2].startswith("| A\\|B ")
+    assert tables.markdown_table(frame.set_index("method")).splitlines() == lines
+
+
 def test_per_class_frame_has_one_row_per_run_and_class_with_its_training_count():
     results = [lt_result("CE", 0, last=0.5), lt_result("CE", 1, last=0.7)]
     long = tables.per_class_frame(results)
@@ -134,8 +143,8 @@ def test_transition_rule_error_is_zero_for_the_rule_and_sees_a_wrong_flip():
     flipped = np.array([int(0.4 * n) for n in counts]) / np.array(counts)
     T = np.full((3, 3), 0.0) + np.diag(1 - flipped)
     metrics = {"transition_matrix": T.tolist(), "train_counts": counts}
-    assert tables.transition_rule_error(RunResult(spec, metrics, path=None)) == 0.0
+    assert inspection.transition_rule_error(RunResult(spec, metrics, path=None)) == 0.0
     T[0, 0] = 0.5
     metrics["transition_matrix"] = T.tolist()
-    error = tables.transition_rule_error(RunResult(spec, metrics, path=None))
+    error = inspection.transition_rule_error(RunResult(spec, metrics, path=None))
     assert error == pytest.approx(0.1)

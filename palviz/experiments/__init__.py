@@ -23,6 +23,7 @@ that a bad parameter stops a notebook before torch loads). Its modules:
 - :mod:`~palviz.experiments.budget` training budgets in SGD steps beside the papers'
 - :mod:`~palviz.experiments.plan` what each notebook trains, declared once (:func:`experiment`)
 - :mod:`~palviz.experiments.tables` :func:`results_frame` and the tables made from it;
+  :mod:`~palviz.experiments.inspection` one run's history, feature geometry and noise rule;
   :mod:`~palviz.experiments.posthoc` post-hoc re-balancing of cached runs (logit adjustment,
   tau-normalisation, tau chosen on held-out training samples)
 - :mod:`~palviz.experiments.claims` each paper claim, quoted, and the runs it reads;
@@ -64,6 +65,11 @@ from palviz.experiments.cluster import (
     run_many,
 )
 from palviz.experiments.departures import DEPARTURES
+from palviz.experiments.inspection import (
+    feature_geometry,
+    history_series,
+    transition_rule_error,
+)
 from palviz.experiments.methods import (
     ORIENTATIONS,
     method_table,
@@ -121,10 +127,7 @@ from palviz.experiments.runcache import (
 )
 from palviz.experiments.tables import (
     PER_CLASS_COLUMNS,
-    class_mean_features,
-    feature_geometry,
     format_noisy_table,
-    history_series,
     lt_caption,
     lt_table,
     lt_table_markdown,
@@ -136,7 +139,6 @@ from palviz.experiments.tables import (
     select_runs,
     style_lt_tables,
     style_noisy_table,
-    transition_rule_error,
 )
 
 __all__ = [
@@ -161,7 +163,6 @@ __all__ = [
     "claim_runs",
     "claims_markdown",
     "claims_summary",
-    "class_mean_features",
     "clear_runs",
     "cpu_seconds",
     "evaluate_claims",

@@ -28,6 +28,7 @@ from palviz.experiments.claims import (
     seeds_text,
     typed_claims,
 )
+from palviz.experiments.tables import markdown_table
 from palviz.files import resolve_profile
 from palviz.stats import (
     CONSISTENT,
@@ -61,7 +62,10 @@ _ACCURACY_METRICS = ("last_acc", "best_acc", "many", "medium", "few")
 
 
 def _select(frame: pd.DataFrame, claim: Claim, label: str) -> pd.DataFrame:
+    """The runs of ``label`` in the claim's setting (``where``) and seeds, indexed by seed."""
     keep = frame["label"] == label
+    if claim.seeds is not None:
+        keep &= frame["seed"].isin(claim.seeds)
     for column, wanted in claim.where.items():
         if column not in frame:
             rule = f"frame columns ({column!r} is not one)"
@@ -72,26 +76,20 @@ def _select(frame: pd.DataFrame, claim: Claim, label: str) -> pd.DataFrame:
             keep &= np.isclose(numeric, float(wanted), rtol=0.0, atol=1e-9)
         else:
             keep &= values == wanted
-    return frame[keep]
-
-
-def _by_seed(runs: pd.DataFrame, claim: Claim, label: str, metric: str) -> pd.Series:
-    if claim.seeds is not None:
-        runs = runs[runs["seed"].isin(claim.seeds)]
-    seeds = runs["seed"]
+    seeds = frame.loc[keep, "seed"]
     if seeds.duplicated().any():
         twice = sorted(seeds[seeds.duplicated()].unique().tolist())
         raise ValueError(
             f"claim {claim.claim!r} selects several runs of {label!r} for seeds {twice}: "
             f"narrow its where ({claim.where!r})"
         )
-    values = pd.Series(runs[metric].to_numpy(dtype=float), index=seeds.to_numpy(), name=label)
-    return values.dropna()
+    return frame[keep].set_index("seed")
 
 
-def _steps(runs: pd.DataFrame) -> Any:
-    steps = pd.to_numeric(runs["steps"], errors="coerce").dropna() if "steps" in runs else []
-    return int(max(steps)) if len(steps) else pd.NA
+def _largest(values: Iterable[Any]) -> Any:
+    """The largest of ``values`` that is a number (as an ``int``: steps), ``pd.NA`` if none."""
+    steps = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").dropna()
+    return int(steps.max()) if len(steps) else pd.NA
 
 
 def _check_paper_steps(value: Any) -> int | None:
@@ -163,6 +161,7 @@ def evaluate_claims(
     if missing and len(frame):
         raise invalid("frame", list(frame.columns), f"a results_frame (no {missing} column)")
     families: dict[tuple[str, str], list[dict]] = {}
+    texts: dict[tuple[str, str], tuple[str, str, str]] = {}  # a family's text, reading, epoch
     for claim in claims:
         if not isinstance(claim, Claim):
             raise invalid("claims", claim, "Claim objects")
@@ -172,20 +171,17 @@ def evaluate_claims(
         if len(frame) and best is not None and best not in frame:
             rule = f"a metric whose best-epoch twin {best!r} is a frame column"
             raise invalid(f"metric of claim {claim.claim!r}", claim.metric, rule)
-        members = families.setdefault((claim.notebook, claim.family), [])
-        first = members[0] if members else None
-        if first and (first["claim"], first["reading"], first["paper_reads"]) != (
-            claim.claim,
-            claim.reading,
-            claim.paper_reads,
-        ):
+        shared = (claim.claim, claim.reading, claim.paper_reads)
+        first = texts.setdefault((claim.notebook, claim.family), shared)
+        if first != shared:
             raise invalid(
                 f"claims of family {claim.family!r}",
-                (claim.claim, claim.reading, claim.paper_reads),
-                f"the same claim text, reading and paper_reads as its first member "
-                f"({first['claim']!r}, {first['reading']!r}, {first['paper_reads']!r})",
+                shared,
+                "the same claim text, reading and paper_reads as its first member "
+                f"({', '.join(map(repr, first))})",
             )
-        members.append(_member_row(frame, claim, profile, paper_steps, confidence))
+        member = _member_row(frame, claim, profile, paper_steps, confidence)
+        families.setdefault((claim.notebook, claim.family), []).append(member)
     rows = []
     for members in families.values():
         if members[0]["reading"] == "single" and len(members) > 1:
@@ -194,170 +190,131 @@ def evaluate_claims(
                 "single",
                 f"'all' or 'any' for {len(members)} comparisons",
             )
-        for prefix, _ in _EPOCHS:
-            adjusted = holm([m[prefix + VERDICT_P] for m in members])  # (7) across the family
-            for member, p in zip(members, adjusted, strict=True):
-                member[prefix + "p_holm"] = p
-        rows.append(_family_row(members, 1 - confidence))
-        rows.extend(members)
+        rows += [_family_row(members, 1 - confidence), *members]
     return typed_claims(pd.DataFrame(rows, columns=list(CLAIM_COLUMNS)))
 
 
-def _reading(
-    a: pd.Series, b: pd.Series, metric: str, direction: int, confidence: float
-) -> tuple[dict, int, list]:
-    """One reading of a comparison: its :data:`READING_COLUMNS` (but ``p_holm``), the number
-    of pairs and their seeds, from the per-seed values ``a`` (baseline) and ``b`` (method)."""
-    common = [s for s in a.index if s in set(b.index)]
-    if not common:
-        return {}, 0, []
-    factor = 100.0 if _is_accuracy(metric) else 1.0
-    d = paired_difference(factor * a.loc[common], factor * b.loc[common], confidence)
-    values = {
-        "mean_diff": d.mean,
-        "ci_low": d.ci_low,
-        "ci_high": d.ci_high,
-        "p_value": d.p_value,
-        "p_signflip": d.p_signflip,
-    }
+def _reading(a: pd.Series, b: pd.Series, metric: str, direction: int, confidence: float) -> dict:
+    """One reading of a comparison, its :data:`READING_COLUMNS` but ``p_holm``, from the
+    per-seed values ``a`` (baseline) and ``b`` (method) of the seeds both have."""
+    factor = 100.0 if metric in _ACCURACY_METRICS or metric.startswith("acc_class_") else 1.0
+    d = paired_difference(factor * a, factor * b, confidence)
+    values = {"mean_diff": d.mean, "ci_low": d.ci_low, "ci_high": d.ci_high}
+    values |= {"p_value": d.p_value, "p_signflip": d.p_signflip}
     alpha = 1 - confidence
     values["verdict"] = family_verdict("single", [d.mean], [values[VERDICT_P]], [direction], alpha)
-    return values, d.n, common
+    return values
+
+
+#: The columns a comparison's row takes from its :class:`~palviz.experiments.claims.Claim`.
+_CLAIM_FIELDS = ("notebook", "family", "reading", "claim", "source", "paper_reads", "metric")
 
 
 def _member_row(
     frame: pd.DataFrame, claim: Claim, profile: str, paper_steps: Any, confidence: float
 ) -> dict:
     steps = paper_steps(dict(claim.where)) if callable(paper_steps) else paper_steps
-    steps = _check_paper_steps(steps)
     best = BEST_EPOCH.get(claim.metric)
-    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    row = dict.fromkeys(CLAIM_COLUMNS, float("nan"))  # a text column's NaN reads ""
     row.update(
+        {c: getattr(claim, c) for c in _CLAIM_FIELDS},
         profile=profile,
-        notebook=claim.notebook,
-        family=claim.family,
         level="member",
-        reading=claim.reading,
-        claim=claim.claim,
-        source=claim.source,
-        paper_reads=claim.paper_reads,
         comparison=claim.comparison(),
-        metric=claim.metric,
-        seeds="",
         n_seeds=0,
         verdict=NOT_RUN,
         best_verdict=NOT_RUN if best is not None else "",
-        steps_per_run=pd.NA,
-        paper_steps=pd.NA if steps is None else steps,
+        paper_steps=_check_paper_steps(steps),
         _direction=claim.direction,
+        _seeds=[],
     )
     if not len(frame):
         return row
-    base_runs = _select(frame, claim, claim.baseline)
-    method_runs = _select(frame, claim, claim.method)
+    runs = {label: _select(frame, claim, label) for label in (claim.baseline, claim.method)}
     for (prefix, _), metric in zip(_EPOCHS, (claim.metric, best), strict=True):
         if metric is None:
             continue
-        a = _by_seed(base_runs, claim, claim.baseline, metric)
-        b = _by_seed(method_runs, claim, claim.method, metric)
-        values, n, common = _reading(a, b, metric, claim.direction, confidence)
+        a, b = (runs[m][metric].astype(float).dropna() for m in (claim.baseline, claim.method))
+        common = [s for s in a.index if s in set(b.index)]
+        if not common:
+            continue
+        values = _reading(a.loc[common], b.loc[common], metric, claim.direction, confidence)
         row.update({prefix + k: v for k, v in values.items()})
-        if prefix == "" and n:  # the pairs of the claim's own metric
-            paired = pd.concat(
-                [
-                    base_runs[base_runs["seed"].isin(common)],
-                    method_runs[method_runs["seed"].isin(common)],
-                ]
-            )
-            row.update(seeds=seeds_text(common), n_seeds=n, steps_per_run=_steps(paired))
+        if not prefix:  # the pairs of the claim's own metric
+            paired = pd.concat(runs.values())
+            row.update(seeds=seeds_text(common), n_seeds=len(common), _seeds=common)
+            row["steps_per_run"] = _largest(paired[paired.index.isin(common)].get("steps", []))
     return row
 
 
 def _family_row(members: list[dict], alpha: float) -> dict:
-    first = members[0]
-    reading = first["reading"]
-    what = {"all": "all of", "any": "any of", "single": ""}[reading]
-    n = len(members)
-    comparison = first["comparison"] if reading == "single" else f"{what} the {n} comparisons below"
-    steps = [m["steps_per_run"] for m in members if not pd.isna(m["steps_per_run"])]
-    papers = [m["paper_steps"] for m in members if not pd.isna(m["paper_steps"])]
-    seeds = sorted({x for m in members for x in _parse_seeds(m["seeds"])})
+    """The row of a family above its ``members``, whose ``p_holm`` it sets (Holm's correction
+    across the family)."""
+    first, reading = members[0], members[0]["reading"]
     directions = [m.pop("_direction") for m in members]
-    row = {c: float("nan") for c in CLAIM_COLUMNS}
+    what = {"all": "all of", "any": "any of"}.get(reading)
+    row = dict.fromkeys(CLAIM_COLUMNS, float("nan"))
     row.update(
-        {c: first[c] for c in ("profile", "notebook", "family", "reading", "claim", "source")},
-        paper_reads=first["paper_reads"],
+        {c: first[c] for c in ("profile", *_CLAIM_FIELDS)},
         level="family",
-        comparison=comparison,
-        metric=first["metric"],
-        seeds=seeds_text(seeds),
+        comparison=f"{what} the {len(members)} comparisons below" if what else first["comparison"],
+        seeds=seeds_text(s for m in members for s in m.pop("_seeds")),
         n_seeds=min(m["n_seeds"] for m in members),
-        steps_per_run=max(steps) if steps else pd.NA,
-        paper_steps=max(papers) if papers else pd.NA,
+        steps_per_run=_largest(m["steps_per_run"] for m in members),
+        paper_steps=_largest(m["paper_steps"] for m in members),
     )
     # "all": every member for the claim (consistent), some member against it (contradicted);
     # "any": some member for it (consistent), every member against it (contradicted)
     every = +1 if reading != "any" else -1
     for prefix, _ in _EPOCHS:
+        p = [m[prefix + VERDICT_P] for m in members]
+        adjusted = holm(p)  # (7) across the family
+        for member, q in zip(members, adjusted, strict=True):
+            member[prefix + "p_holm"] = q
         if not first[prefix + "verdict"]:  # a metric without a best-epoch twin
-            row[prefix + "verdict"] = ""
             continue
         means = [m[prefix + "mean_diff"] for m in members]
         sides = [np.sign(x) * d for x, d in zip(means, directions, strict=True)]  # +1: claimed
         for column in P_NAMES:  # (10, 11) "every member": the largest p, 1 on the other side
-            p = [m[prefix + column] for m in members]
-            if not all(math.isnan(x) for x in p):
+            values = [m[prefix + column] for m in members]
+            if not all(math.isnan(x) for x in values):
                 row[prefix + column] = max(
                     x if side == every and not math.isnan(x) else 1.0
-                    for x, side in zip(p, sides, strict=True)
+                    for x, side in zip(values, sides, strict=True)
                 )
-        adjusted = [m[prefix + "p_holm"] for m in members]
         if not all(math.isnan(x) for x in adjusted):  # (10, 11) "some member": smallest Holm p
             row[prefix + "p_holm"] = min(
                 [x for x, side in zip(adjusted, sides, strict=True) if side == -every] or [1.0]
             )
-        p = [m[prefix + VERDICT_P] for m in members]
-        ran = [not math.isnan(x) for x in means]
-        row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha, run=ran)
+        row[prefix + "verdict"] = family_verdict(reading, means, p, directions, alpha)
     return row
-
-
-def _parse_seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in filter(None, (p.strip() for p in str(text).split(","))):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def _is_accuracy(metric: str) -> bool:
-    return metric in _ACCURACY_METRICS or metric.startswith("acc_class_")
 
 
 # -------------------------------------------------------------------------------- markdown
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.1f}"
-
-
-def _difference_text(row: pd.Series, prefix: str = "") -> str:
+def _difference_text(row: pd.Series, prefix: str) -> str:
     mean, low, high = (row[prefix + c] for c in ("mean_diff", "ci_low", "ci_high"))
     if row["n_seeds"] == 0 or pd.isna(mean):
         return "n/a"
     if pd.isna(low) or pd.isna(high):
-        return f"{_signed(mean)} [no interval: one seed]"
-    return f"{_signed(mean)} [{_signed(low)}, {_signed(high)}]"
-
-
-def _steps_text(value: Any) -> str:
-    return "-" if pd.isna(value) else f"{int(value):,}"
+        return f"{mean:+.1f} [no interval: one seed]"
+    return f"{mean:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
 def _p_text(value: Any) -> str:
     if pd.isna(value):
         return "-"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _check_claims(df: pd.DataFrame) -> None:
+    if list(df.columns) != list(CLAIM_COLUMNS):
+        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+
+
+#: How the narrow claims table says a family is read.
+_READS = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
 
 
 def claims_markdown(df: pd.DataFrame) -> str:
@@ -371,70 +328,63 @@ def claims_markdown(df: pd.DataFrame) -> str:
     number, the epoch the paper reads, the paired-t, sign-flip and Holm-adjusted p-values at
     the last epoch, the same reading at the best epoch (difference, p-values, verdict) and the
     steps per run beside the paper's."""
-    if list(df.columns) != list(CLAIM_COLUMNS):
-        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
-    reading = {"all": "all must hold", "any": "one must hold", "single": "one comparison"}
-    main, detail = [], []
-    for _, r in df.iterrows():
-        family = r["level"] == "family"
-        quote = '"' + str(r["claim"]).strip('"') + '"'
-        what = reading[str(r["reading"])] if family else str(r["comparison"])
-        bold = (lambda t: f"**{t}**") if family else (lambda t: t)
-        main.append(
-            {
-                "claim": f"**{quote}** ({r['source']})" if family else "",
-                "comparison": what,
-                "difference [95 % CI], last epoch": "" if family else _difference_text(r),
-                "verdict": bold(str(r["verdict"]) or "-"),
-            }
-        )
-        cells = {
-            "comparison": bold(what),
-            "seeds (n)": "" if family or not r["n_seeds"] else f"{r['seeds']} ({r['n_seeds']})",
-            "paper reads": (str(r["paper_reads"]) or "-") if family else "",
-        }
-        for prefix, epoch in _EPOCHS:
-            when = epoch.split()[0]
-            if prefix:  # the best epoch's own difference and verdict
-                cells[f"{when}: difference [CI]"] = "" if family else _difference_text(r, prefix)
-            for column, name in {**P_NAMES, "p_holm": "p (Holm)"}.items():
-                cells[f"{when}: {name}"] = bold(_p_text(r[prefix + column]))
-            if prefix:
-                cells[f"{when}: verdict"] = bold(str(r[prefix + "verdict"]) or "-")
-        cells["steps per run"] = "" if family else _steps_text(r["steps_per_run"])
-        cells["paper's steps"] = "" if family else _steps_text(r["paper_steps"])
-        detail.append(cells)
+    _check_claims(df)
+    family = df["level"] == "family"
+
+    def bold(texts: Iterable[str]) -> pd.Series:  # a family's cells in bold
+        texts = pd.Series(list(texts), index=df.index, dtype=object)
+        return texts.mask(family, "**" + texts + "**")
+
+    def members(texts: Iterable[str]) -> pd.Series:  # a family's cells empty
+        return pd.Series(list(texts), index=df.index, dtype=object).mask(family, "")
+
+    def difference(prefix: str) -> pd.Series:
+        return members(_difference_text(r, prefix) for _, r in df.iterrows())
+
+    def steps(column: str) -> pd.Series:
+        return members(df[column].map(lambda v: "-" if pd.isna(v) else f"{int(v):,}"))
+
+    what = df["comparison"].mask(family, df["reading"].map(_READS))
+    quote = '**"' + df["claim"].str.strip('"') + '"** (' + df["source"] + ")"
+    main = {
+        "claim": quote.where(family, ""),
+        "comparison": what,
+        "difference [95 % CI], last epoch": difference(""),
+        "verdict": bold(df["verdict"].replace("", "-")),
+    }
+    seeds = members(df["seeds"] + " (" + df["n_seeds"].astype(str) + ")")
+    p_names = {**P_NAMES, "p_holm": "p (Holm)"}
+    detail = {
+        "comparison": bold(what),
+        "seeds (n)": seeds.where(df["n_seeds"] > 0, ""),
+        "paper reads": df["paper_reads"].replace("", "-").where(family, ""),
+        **{f"last: {name}": bold(df[c].map(_p_text)) for c, name in p_names.items()},
+        "best: difference [CI]": difference("best_"),
+        **{f"best: {name}": bold(df["best_" + c].map(_p_text)) for c, name in p_names.items()},
+        "best: verdict": bold(df["best_verdict"].replace("", "-")),
+        "steps per run": steps("steps_per_run"),
+        "paper's steps": steps("paper_steps"),
+    }
+    main_left, detail_left = ("claim", "comparison", "verdict"), ("comparison", "paper reads")
     return (
-        _table(main, ["claim", "comparison", "verdict"])
-        + "\n<details><summary>p-values, the best epoch and the steps of each comparison"
+        markdown_table(pd.DataFrame(main), index=False, left=main_left)
+        + "\n\n<details><summary>p-values, the best epoch and the steps of each comparison"
         + "</summary>\n\n"
-        + _table(detail, ["comparison", "paper reads", "best: verdict"])
-        + "\n</details>\n"
+        + markdown_table(pd.DataFrame(detail), index=False, left=(*detail_left, "best: verdict"))
+        + "\n\n</details>\n"
     )
-
-
-def _table(rows: list[dict], left: list[str]) -> str:
-    """``rows`` as a markdown table, ``|`` escaped, the columns of ``left`` left-aligned."""
-    rows = [{k: v.replace("|", "\\|") for k, v in row.items()} for row in rows]
-    table = pd.DataFrame(rows, columns=list(rows[0]) if rows else left)
-    align = ["left" if c in left else "right" for c in table.columns]
-    return table.to_markdown(index=False, disable_numparse=True, colalign=align) + "\n"
-
-
-def _verdict_counts(families: pd.DataFrame, column: str) -> str:
-    verdicts = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
-    return ", ".join(f"{(families[column] == v).sum()} {v}" for v in verdicts)
 
 
 def claims_summary(df: pd.DataFrame) -> str:
     """One sentence counting the family verdicts of ``df`` at each epoch, e.g. ``"4 claims,
     at the last epoch: 1 consistent, 0 contradicted, 2 inconclusive at this size, 1 not run
     in this profile; at the best epoch: ... (12 comparisons)."``"""
-    if list(df.columns) != list(CLAIM_COLUMNS):
-        raise invalid("df", list(df.columns), f"a frame with columns {list(CLAIM_COLUMNS)}")
+    _check_claims(df)
     families = df[df["level"] == "family"]
+    verdicts = (CONSISTENT, CONTRADICTED, INCONCLUSIVE, NOT_RUN)
     counts = "; ".join(
-        f"at the {epoch}: {_verdict_counts(families, prefix + 'verdict')}"
+        f"at the {epoch}: "
+        + ", ".join(f"{(families[prefix + 'verdict'] == v).sum()} {v}" for v in verdicts)
         for prefix, epoch in _EPOCHS
     )
     members = int((df["level"] == "member").sum())

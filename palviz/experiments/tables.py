@@ -1,11 +1,11 @@
-"""Result tables: every finished run as one row of a pandas frame, and the tables, captions
-and geometry the notebooks print from it.
+"""Result tables: every finished run as one row of a pandas frame, and the tables and captions
+the notebooks print from it (one run's history and geometry: :mod:`palviz.experiments.inspection`).
 
 :func:`results_frame` is the one place that reads a run's metrics into columns; the tables
 (:func:`lt_table`, :func:`noisy_accuracy_table`, ...) are group-bys of that frame (mean and
-standard deviation over seeds, :func:`_over_seeds`), and the markdown is written by
-``DataFrame.to_markdown``. Every accuracy a table prints is formatted by one function,
-:func:`palviz.plots.format_accuracy`.
+standard deviation over seeds, :func:`_over_seeds`), and every markdown table, the claims
+tables included, is written by :func:`markdown_table` (``DataFrame.to_markdown``). Every
+accuracy a table prints is formatted by one function, :func:`palviz.plots.format_accuracy`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from palviz import collapse
 from palviz import metrics as pmetrics
-from palviz.data import asymmetric_map, flip_count
 from palviz.experiments.published import (
     PUBLISHED,
     SOURCES,
@@ -43,8 +41,6 @@ PER_CLASS_COLUMNS = {
     "confidence": "confidence_class",
 }
 
-_PER_CLASS_PREFIXES = tuple(PER_CLASS_COLUMNS.values())
-
 #: Integer columns of :func:`results_frame` that a run may lack (pandas' nullable ``Int64``).
 _INT_COLUMNS = ("steps", "train_size", "test_size", "num_classes", "best_epoch")
 
@@ -63,14 +59,11 @@ def _run_row(result: RunResult) -> dict[str, Any]:
     if "train" in sizes:
         steps = spec.train.epochs * math.ceil(sizes["train"] / spec.train.batch_size)
     groups = m.get("shot_groups") or {}
-    row = {
+    return {
         "key": spec.key(),
         "label": result.label,
         "method": result.label.split(" s=")[0],
-        "dataset": spec.dataset,
-        "arch": spec.arch,
-        "loss": spec.loss,
-        "head": spec.head,
+        **{column: getattr(spec, column) for column in ("dataset", "arch", "loss", "head")},
         "scale": _number(spec.head_kw.get("scale")),
         "imbalance_ratio": float(spec.imbalance_ratio),
         "noise_kind": spec.noise_kind,
@@ -86,14 +79,8 @@ def _run_row(result: RunResult) -> dict[str, Any]:
         "best_acc": _number(m.get("best_acc")),
         "best_epoch": None if m.get("best_epoch") is None else m["best_epoch"] + 1,
         **{g: _number(groups.get(g)) for g in _GROUPS},
-        "min_prototype_angle": _number(m.get("min_prototype_angle")),
-        "realised_noise_rate": _number(m.get("realised_noise_rate")),
-        "seconds": _number(m.get("seconds")),
+        **{c: _number(m.get(c)) for c in ("min_prototype_angle", "realised_noise_rate", "seconds")},
     }
-    for key, prefix in PER_CLASS_COLUMNS.items():
-        for c, value in enumerate(m.get(key) or []):
-            row[f"{prefix}_{c}"] = _number(value)
-    return row
 
 
 def results_frame(results: Iterable[RunResult]) -> pd.DataFrame:
@@ -114,16 +101,12 @@ def results_frame(results: Iterable[RunResult]) -> pd.DataFrame:
       and beyond a run's ``num_classes``.
 
     A number a run's metrics do not hold is NaN (``<NA>`` in the integer columns)."""
-    rows = [_run_row(r) for r in results]
-    columns = [c for c in rows[0] if not c.startswith(_PER_CLASS_PREFIXES)] if rows else []
-    for prefix in _PER_CLASS_PREFIXES:
-        width = max((sum(k.startswith(prefix + "_") for k in row) for row in rows), default=0)
-        columns += [f"{prefix}_{c}" for c in range(width)]
-    frame = pd.DataFrame(rows, columns=columns)
-    for column in _INT_COLUMNS:
-        if column in frame:
-            frame[column] = frame[column].astype("Int64")
-    return frame
+    results = list(results)
+    frame = pd.DataFrame([_run_row(r) for r in results])
+    for key, prefix in PER_CLASS_COLUMNS.items():  # NaN beyond a run's own classes
+        lists = [dict(enumerate(r.metrics.get(key) or [])) for r in results]
+        frame = frame.join(pd.DataFrame(lists, dtype=float).add_prefix(prefix + "_"))
+    return frame.astype({column: "Int64" for column in _INT_COLUMNS if column in frame})
 
 
 def _over_seeds(frame: pd.DataFrame, by: Sequence[str], columns: Sequence[str]) -> pd.DataFrame:
@@ -143,33 +126,17 @@ def select_runs(
 ) -> list[RunResult]:
     """The results that match every given criterion; with ``labels``, in the order of
     ``labels`` (then by seed), else in their own order."""
-    results = list(results)
-    frame = results_frame(results)
-    if frame.empty:
-        return []
-    keep = pd.Series(True, index=frame.index)
-    for column, wanted in (("dataset", dataset), ("imbalance_ratio", imbalance_ratio)):
-        if wanted is not None:
-            keep &= frame[column] == wanted
-    if seed is not None:
-        keep &= frame["seed"] == seed
-    picked = frame[keep]
-    if labels is not None:
-        order = list(labels)
-        picked = picked[picked["label"].isin(order)]
-        picked = picked.assign(_order=picked["label"].map(order.index))
-        picked = picked.sort_values(["_order", "seed"], kind="stable")
-    return [results[i] for i in picked.index]
-
-
-def history_series(result: RunResult, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(epochs, values)`` of ``key`` over the epochs whose history row has it (1-based
-    epochs, so the last of E epochs is E), e.g. ``"test_acc"`` or ``"min_prototype_angle"``."""
-    rows = [r for r in result.metrics["history"] if key in r]
-    if not rows:
-        raise ValueError(f"no history row of {result.label!r} has {key!r}")
-    epochs = np.array([r["epoch"] + 1 for r in rows])
-    return epochs, np.array([r[key] for r in rows], dtype=float)
+    wanted = {"dataset": dataset, "imbalance_ratio": imbalance_ratio, "seed": seed}
+    order = None if labels is None else list(labels)
+    picked = [
+        r
+        for r in results
+        if all(value is None or getattr(r.spec, name) == value for name, value in wanted.items())
+        and (order is None or r.label in order)
+    ]
+    if order is None:
+        return picked
+    return sorted(picked, key=lambda r: (order.index(r.label), r.spec.seed))
 
 
 def lt_table(results: Sequence[RunResult]) -> list[dict]:
@@ -228,42 +195,27 @@ def _mean_std(cell: pd.Series, column: str, runs: int, what: str) -> tuple[float
     return float(cell[column, "mean"]), float(cell[column, "std"])
 
 
-def _percent(value: tuple[float, float] | None) -> str:
-    """A ``(mean, std)`` of :func:`lt_table` (or ``None``) as :func:`format_accuracy` text."""
-    return format_accuracy(*(value or (None,)))
-
-
-def _seed_text(seeds: Iterable[int]) -> str:
-    seeds = sorted(set(seeds))
-    n = len(seeds)
-    return f"seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}" + (
-        f" (mean ± std over {n})" if n > 1 else " (one run, no spread)"
-    )
-
-
-def _sizes_text(runs: pd.DataFrame) -> str:
-    """Sizes and seeds of the runs (frame rows) on one data set at one ratio."""
-    first = runs.iloc[0]
-    counts = first["train_counts"]
-    return (
-        f"{first['train_size']:,} training samples ({counts[0]:,} ... {counts[-1]:,} per class), "
-        f"{first['test_size']:,} test samples (the whole test split), "
-        + _seed_text(runs["seed"].tolist())
-    )
-
-
-def _setup_text(runs: pd.DataFrame, profile: str | None) -> str:
-    archs = sorted(set(runs["arch"]))
-    epochs = sorted(set(runs["epochs"].tolist()))
-    return f"{', '.join(archs)}, {', '.join(map(str, epochs))} epochs, profile {profile}."
-
-
 def _lt_name(dataset: str, rho: float) -> str:
     return f"{DATASET_NAMES.get(dataset, dataset)}-LT, rho = {rho:g}"
 
 
-def _by_dataset_and_ratio(frame: pd.DataFrame):
-    return frame.groupby(["dataset", "imbalance_ratio"], sort=False)
+def _caption(frame: pd.DataFrame, profile: str | None, bold: str = "") -> str:
+    """What the runs (rows of :func:`results_frame`) measured: per data set and imbalance
+    ratio (its name between ``bold``) the training and test sizes and the seeds; then the
+    networks, epochs and profile."""
+    parts = []
+    for (dataset, rho), runs in frame.groupby(["dataset", "imbalance_ratio"], sort=False):
+        first, seeds = runs.iloc[0], sorted(set(runs["seed"].tolist()))
+        counts, n = first["train_counts"], len(seeds)
+        parts.append(
+            f"{bold}{_lt_name(dataset, rho)}{bold}: {first['train_size']:,} training samples "
+            f"({counts[0]:,} ... {counts[-1]:,} per class), {first['test_size']:,} test samples "
+            f"(the whole test split), seed{'s' if n > 1 else ''} {', '.join(map(str, seeds))}"
+            + (f" (mean ± std over {n})" if n > 1 else " (one run, no spread)")
+        )
+    archs = ", ".join(sorted(set(frame["arch"])))
+    epochs = ", ".join(map(str, sorted(set(frame["epochs"].tolist()))))
+    return "; ".join(parts) + f". {archs}, {epochs} epochs, profile {resolve_profile(profile)}."
 
 
 def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
@@ -271,53 +223,43 @@ def lt_caption(results: Sequence[RunResult], profile: str | None = None) -> str:
     and test sizes, seeds, network, epochs and profile (printed beside every table and figure)."""
     if not results:
         raise ValueError("results must not be empty")
-    frame = results_frame(results)
-    parts = [f"{_lt_name(*key)}: {_sizes_text(runs)}" for key, runs in _by_dataset_and_ratio(frame)]
-    return "; ".join(parts) + ". " + _setup_text(frame, resolve_profile(profile))
+    return _caption(results_frame(results), profile)
 
 
-def _markdown(frame: pd.DataFrame, *, index: bool = True) -> str:
-    """``frame`` (cells already text) as a markdown table: names (the index, ``method``,
-    ``data set``) left-aligned, numbers right-aligned, no cell re-parsed as a number."""
-    names = ([frame.index.name] if index else []) + list(frame.columns)
-    align = ["left" if name in ("method", "data set") else "right" for name in names]
-    return frame.to_markdown(index=index, disable_numparse=True, colalign=align)
+def markdown_table(
+    frame: pd.DataFrame, *, index: bool = True, left: Iterable[str] = ("method",)
+) -> str:
+    """``frame`` (cells already text; with ``index``, its index first) as a markdown table: a
+    ``|`` in a cell escaped, the columns named in ``left`` left-aligned, the others (numbers)
+    right-aligned, no cell re-parsed as a number."""
+    cells = (frame.reset_index() if index else frame).map(lambda text: text.replace("|", "\\|"))
+    align = ["left" if name in left else "right" for name in cells.columns]
+    return cells.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
 def _lt_frames(results: Sequence[RunResult], profile: str | None) -> list[tuple[str, pd.DataFrame]]:
-    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`: the
-    frame's accuracy cells are ``(mean, std)`` or ``None`` (formatted by the caller), the
-    ``published`` cells text (:func:`~palviz.experiments.published.published_text`)."""
-    frame = results_frame(results)
-    rows = lt_table(results)
+    """One ``(caption, frame)`` per data set and imbalance ratio of :func:`lt_table`, every
+    cell text: accuracies in % (:func:`~palviz.plots.format_accuracy`, ``n/a`` for an empty
+    shot group), the published numbers (:func:`~palviz.experiments.published.published_text`)
+    in a column of their own where a source has one for a row."""
+    by = ["dataset", "imbalance_ratio"]
+    frames = results_frame(results).groupby(by, sort=False)
+    blocks = pd.DataFrame(lt_table(results)).groupby(by, sort=False)
     out = []
-    for (dataset, rho), runs in _by_dataset_and_ratio(frame):
-        block = [r for r in rows if r["dataset"] == dataset and r["imbalance_ratio"] == rho]
-        groups = pmetrics.shot_groups(block[0]["train_counts"])
-        table = pd.DataFrame({"method": [r["method"] for r in block]})
-        table["overall, last epoch"] = [r["last"] for r in block]
-        table["overall, best epoch"] = [r["best"] for r in block]
-        if any(r["published"] for r in block):
-            table[_PUBLISHED] = [published_text(r["published"]) for r in block]
-        for g in _GROUPS:
-            table[f"{g}-shot, last ({len(groups[g])} cl.)"] = [r[g] for r in block]
-        table["seeds"] = [", ".join(map(str, r["seeds"])) for r in block]
-        caption = f"**{_lt_name(dataset, rho)}**: {_sizes_text(runs)}. " + _setup_text(
-            runs, resolve_profile(profile)
+    for (_, runs), (_, block) in zip(frames, blocks, strict=True):
+        groups = pmetrics.shot_groups(block["train_counts"].iloc[0])
+        names = {"method": "method", "last": "overall, last epoch", "best": "overall, best epoch"}
+        if block["published"].map(bool).any():
+            names["published"] = "published (source)"
+        names |= {g: f"{g}-shot, last ({len(groups[g])} cl.)" for g in _GROUPS} | {"seeds": "seeds"}
+        cells = block.assign(
+            published=block["published"].map(published_text),
+            seeds=block["seeds"].map(lambda seeds: ", ".join(map(str, seeds))),
         )
-        out.append((caption, table))
+        accuracy = ["last", "best", *_GROUPS]  # (mean, std), None for an empty shot group
+        cells[accuracy] = block[accuracy].map(lambda v: format_accuracy(*(v or (None,))))
+        out.append((_caption(runs, profile, "**"), cells[list(names)].rename(columns=names)))
     return out
-
-
-#: The column of :func:`_lt_frames` that lists the published numbers beside the measured ones.
-_PUBLISHED = "published (source)"
-
-
-def _lt_text(table: pd.DataFrame) -> pd.DataFrame:
-    text = table.copy()
-    for column in text.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore"):
-        text[column] = [_percent(v) for v in text[column]]
-    return text
 
 
 def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) -> str:
@@ -327,7 +269,7 @@ def lt_table_markdown(results: Sequence[RunResult], profile: str | None = None) 
     the best-epoch column when a source of :mod:`palviz.experiments.published` has a number
     for one of the rows (each number with its source's name, ``-`` for none)."""
     blocks = [
-        caption + "\n\n" + _markdown(_lt_text(table), index=False)
+        caption + "\n\n" + markdown_table(table, index=False)
         for caption, table in _lt_frames(results, profile)
     ]
     return "\n\n".join(blocks) + "\n"
@@ -339,14 +281,13 @@ CELL_PADDING = [{"selector": "th, td", "props": "padding: 0.25em 0.75em;"}]
 
 def style_lt_tables(results: Sequence[RunResult], profile: str | None = None) -> list:
     """The tables of :func:`lt_table_markdown` as styled DataFrames for a notebook, one per
-    data set and imbalance ratio, the same cells (``df.style.format``) under the same
-    captions."""
-    styled = []
-    for caption, table in _lt_frames(results, profile):
-        accuracy = table.columns.drop(["method", "seeds", _PUBLISHED], errors="ignore")
-        style = table.style.format(_percent, subset=list(accuracy)).hide(axis="index")
-        styled.append(style.set_caption(caption.replace("**", "")).set_table_styles(CELL_PADDING))
-    return styled
+    data set and imbalance ratio, the same cells under the same captions."""
+    return [
+        table.style.hide(axis="index")
+        .set_caption(caption.replace("**", ""))
+        .set_table_styles(CELL_PADDING)
+        for caption, table in _lt_frames(results, profile)
+    ]
 
 
 def _published_blocks(
@@ -358,25 +299,25 @@ def _published_blocks(
     blocks = []
     for source in SOURCES.values():
         mine = [r for r in records if r.source == source.name]
-        parts = dict.fromkeys(r.dataset for r in mine) if by_dataset else {None: None}
-        for dataset in parts:
+        for dataset in dict.fromkeys(r.dataset if by_dataset else None for r in mine):
             cells: dict[str, dict[str, str]] = {}
             for r in mine:
-                if dataset is None or r.dataset == dataset:
+                if dataset in (None, r.dataset):
                     column = f"{setting(r)}, {r.column}" if r.column else setting(r)
                     cells.setdefault(r.method, {})[column] = r.text
-            if not cells:
-                continue
-            frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-")
-            frame.index.name = "method"
+            frame = pd.DataFrame.from_dict(cells, orient="index").fillna("-").rename_axis("method")
             on = f", {DATASET_NAMES.get(dataset, dataset)}" if dataset else ""
             blocks.append(
                 f"**{source.name}{on}**: {source.citation}, {source.where}. Top-1 "
                 f"{source.reports} in the source, shown as accuracy (%); epoch: "
                 f"{source.selection}; {source.spread}; set-up: {source.setup}.\n\n"
-                + _markdown(frame)
+                + markdown_table(frame)
             )
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+#: A noise kind as a column of the noisy tables says it (``sym 0.4``).
+_KINDS = {"symmetric": "sym", "asymmetric": "asym"}
 
 
 def published_lt_markdown() -> str:
@@ -394,15 +335,18 @@ def published_noisy_markdown(datasets: Iterable[str] | None = None) -> str:
     ``""`` when no source has a number on them."""
     wanted = None if datasets is None else set(datasets)
     records = [r for r in PUBLISHED if r.noise_kind and (wanted is None or r.dataset in wanted)]
-    kinds = {"symmetric": "sym", "asymmetric": "asym"}
     return _published_blocks(
-        records, lambda r: f"{kinds[r.noise_kind]} {r.noise_rate:g}", by_dataset=True
+        records, lambda r: f"{_KINDS[r.noise_kind]} {r.noise_rate:g}", by_dataset=True
     )
+
+
+#: The shape of :func:`noisy_accuracy_table`: ``{label: {(kind, eta): (mean, std, n)}}``.
+NoisyTable = dict[str, dict[tuple[str, float], tuple[float, float, int]]]
 
 
 def noisy_accuracy_table(
     results: Sequence[RunResult], key: str | Callable[[dict], float] = "last_acc"
-) -> dict[str, dict[tuple[str, float], tuple[float, float, int]]]:
+) -> NoisyTable:
     """``metrics[key]`` (or ``key(metrics)`` for a callable) of noisy runs as a table:
     ``{label: {(kind, eta): (mean, std, n)}}`` over seeds, rows and columns in order of first
     appearance; std is NaN for one seed. (A dict rather than a frame: the shape
@@ -411,24 +355,39 @@ def noisy_accuracy_table(
     frame = results_frame(results)
     if frame.empty:
         return {}
-    if callable(key) or key not in frame:
-        value = key if callable(key) else (lambda metrics: metrics[key])
-        frame["value"] = [_number(value(r.metrics)) for r in results]
-    else:
+    if isinstance(key, str) and key in frame:
         frame["value"] = frame[key]
+    else:  # a function of the metrics, or a number of metrics.json that is no column
+        values = [key(r.metrics) if callable(key) else r.metrics[key] for r in results]
+        frame["value"] = [_number(v) for v in values]
     stats = _over_seeds(frame, ["label", "noise_kind", "noise_rate"], ["value"])["value"]
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]] = {}
-    for (label, kind, eta), cell in stats.iterrows():
-        table.setdefault(label, {})[kind, float(eta)] = (
-            float(cell["mean"]),
-            float(cell["std"]),
-            int(cell["count"]),
-        )
+    table: NoisyTable = {}
+    for (label, kind, eta), (mean, std, n) in stats.iterrows():
+        table.setdefault(label, {})[kind, float(eta)] = (float(mean), float(std), int(n))
     return table
 
 
+def _noisy_frame(
+    table: NoisyTable,
+    header: Callable[[str, float], str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`noisy_accuracy_table` as text cells, one row per method and one column per
+    (kind, eta) in order of first appearance, headed ``header(kind, eta)``: ``mean ± std`` in
+    percent (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; and
+    where each column's highest mean is (a reading aid, not a ranking)."""
+    columns = list(dict.fromkeys(c for row in table.values() for c in row))
+    cells = pd.DataFrame(
+        [[row.get(c) for c in columns] for row in table.values()],
+        index=pd.Index(list(table), name="method"),
+        columns=[header(*c) for c in columns],
+    )
+    means = cells.map(lambda v: np.nan if v is None else v[0])
+    text = cells.map(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
+    return text, means.eq(means.max())
+
+
 def format_noisy_table(
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]],
+    table: NoisyTable,
     *,
     title: str = "",
     mark_best: bool = True,
@@ -438,57 +397,10 @@ def format_noisy_table(
     (:func:`~palviz.plots.format_accuracy`), ``-`` where a method did not run; with
     ``mark_best`` the highest mean of each column is marked ``*`` (a reading aid, not a
     ranking: differences within a seed's spread mean nothing)."""
-    columns: list[tuple[str, float]] = []
-    for row in table.values():
-        columns += [c for c in row if c not in columns]
-    best = {c: max(row[c][0] for row in table.values() if c in row) for c in columns}
-    kinds = {"symmetric": "sym", "asymmetric": "asym"}
-
-    def cell(row: dict, c: tuple[str, float]) -> str:
-        if c not in row:
-            return "-"
-        mean, std, _ = row[c]
-        return format_accuracy(mean, std) + ("*" if mark_best and mean == best[c] else "")
-
-    frame = pd.DataFrame(
-        [[cell(row, c) for c in columns] for row in table.values()],
-        index=pd.Index(list(table), name="method"),
-        columns=[f"{kinds.get(k, k)} {eta:g}" for k, eta in columns],
-    )
-    return (f"{title}\n" if title else "") + _markdown(frame)
-
-
-def class_mean_features(
-    features: np.ndarray, targets: np.ndarray, num_classes: int, *, centred: bool = False
-) -> np.ndarray:
-    r"""Class means of features, $\mu_c = \frac{1}{n_c}\sum_{i: y_i = c} z_i$: `[num_classes, d]`
-    (:func:`palviz.collapse.class_means`, NaN rows for a class without samples). With
-    ``centred``, minus their mean $\bar\mu = \frac1k \sum_c \mu_c$ (the global mean on a
-    balanced set): the centred class means of neural-collapse studies (Papyan et al. 2020),
-    whose ideal is the simplex."""
-    means = collapse.class_means(features, targets, num_classes, missing="nan")
-    return means - np.nanmean(means, axis=0) if centred else means
-
-
-def feature_geometry(result: RunResult) -> dict[str, Any]:
-    """The geometry of a finished run, from its test features and its head's prototypes:
-
-    ``prototype_cosines`` `[k, k]` and ``min_prototype_angle`` (degrees) of the classifier
-    vectors; ``class_mean_cosines`` `[k, k]` and ``min_class_mean_angle`` of the *centred*
-    class means of the test features (:func:`class_mean_features`); ``feature_norms`` and
-    ``weight_norms`` `[k]`; ``train_counts``."""
-    arrays = result.features()
-    k = arrays["prototypes"].shape[0]
-    means = class_mean_features(arrays["features"], arrays["targets"], k, centred=True)
-    return {
-        "prototype_cosines": pmetrics.prototype_cosines(arrays["prototypes"]),
-        "min_prototype_angle": pmetrics.min_prototype_angle(arrays["prototypes"]),
-        "class_mean_cosines": pmetrics.prototype_cosines(means),
-        "min_class_mean_angle": pmetrics.min_prototype_angle(means),
-        "feature_norms": pmetrics.feature_norms_per_class(arrays["features"], arrays["targets"], k),
-        "weight_norms": pmetrics.weight_norms(arrays["prototypes"]),
-        "train_counts": result.metrics["train_counts"],
-    }
+    text, best = _noisy_frame(table, lambda kind, eta: f"{_KINDS.get(kind, kind)} {eta:g}")
+    if mark_best:
+        text = text.mask(best, text + "*")
+    return (f"{title}\n" if title else "") + markdown_table(text)
 
 
 def per_class_frame(
@@ -509,55 +421,22 @@ def per_class_frame(
         value_name="value",
     )
     long["class"] = long["class"].str.removeprefix(prefix).astype(int)
-    long = long[long["class"] < long["num_classes"]].copy()
-    pairs = zip(long["train_counts"], long["class"], strict=True)
-    long["train_count"] = [counts[c] for counts, c in pairs]
-    return long.drop(columns=["num_classes", "train_counts"]).reset_index(drop=True)
+    long = long[long["class"] < long["num_classes"]]
+    counts = [counts[c] for counts, c in zip(long["train_counts"], long["class"], strict=True)]
+    long = long.assign(train_count=counts).drop(columns=["num_classes", "train_counts"])
+    return long.reset_index(drop=True)
 
 
-def style_noisy_table(
-    table: dict[str, dict[tuple[str, float], tuple[float, float, int]]], *, caption: str = ""
-):
+def style_noisy_table(table: NoisyTable, *, caption: str = ""):
     """:func:`noisy_accuracy_table` as a styled DataFrame for a notebook: one row per method,
     one column per (kind, eta) headed ``"symmetric η = 0.2"``, cells ``mean ± std`` in percent
     (:func:`~palviz.plots.format_accuracy`, ``-`` where a method did not run), the highest mean
     of each column in bold (a reading aid, not a ranking), under ``caption`` and the key to the
     bold cells; cells padded so that they do not run together."""
-    columns: list[tuple[str, float]] = []
-    for row in table.values():
-        columns += [c for c in row if c not in columns]
-    frame = pd.DataFrame(
-        [[row.get(c) for c in columns] for row in table.values()],
-        index=pd.Index(list(table), name="method"),
-        columns=[f"{kind} η = {eta:g}" for kind, eta in columns],
-    )
-
-    def bold_best(column: pd.Series) -> list[str]:
-        means = [np.nan if v is None else v[0] for v in column]
-        best = np.nanmax(means)
-        return ["font-weight: bold" if m == best else "" for m in means]
-
+    text, best = _noisy_frame(table, lambda kind, eta: f"{kind} η = {eta:g}")
     key = "Bold: the highest mean of its column (a reading aid, not a ranking)."
     return (
-        frame.style.format(lambda v: "-" if v is None else format_accuracy(v[0], v[1]))
-        .apply(bold_best, axis=0)
+        text.style.apply(lambda _: np.where(best, "font-weight: bold", ""), axis=None)
         .set_caption(f"{caption} {key}".strip())
         .set_table_styles(CELL_PADDING)
     )
-
-
-def transition_rule_error(result: RunResult) -> float:
-    """How far a noisy run's realised transition matrix is from the rule that made its labels:
-    ``flip_count(eta, n_c)`` labels of each class ``c`` flipped (symmetric: off the diagonal;
-    asymmetric: to the class :func:`palviz.data.asymmetric_map` names). The largest absolute
-    difference over the diagonal (symmetric) or the whole matrix (asymmetric)."""
-    T = np.asarray(result.metrics["transition_matrix"], dtype=float)
-    n = np.asarray(result.metrics["train_counts"])
-    eta, kind = result.spec.noise_rate, result.spec.noise_kind
-    flipped = np.array([flip_count(eta, int(c)) for c in n]) / n
-    expected = np.eye(len(n))
-    if kind == "symmetric":
-        return float(np.max(np.abs(np.diag(T) - (1 - flipped))))
-    for s, t in asymmetric_map(result.spec.dataset).items():
-        expected[s, s], expected[s, t] = 1 - flipped[s], flipped[s]
-    return float(np.max(np.abs(T - expected)))

@@ -533,9 +533,9 @@ def plot_cosine_heatmaps(
     geometry: Mapping[str, Mapping[str, np.ndarray]], *, suptitle: str
 ) -> mpl.figure.Figure:
     """Two rows of cosine heatmaps, one column per entry of ``geometry`` (``{label:
-    palviz.experiments.tables.feature_geometry(run)}``): the class vectors' pairwise cosines on top,
-    the
-    centred feature class means' below, each titled with its smallest angle."""
+    palviz.experiments.inspection.feature_geometry(run)}``): the class vectors' pairwise
+    cosines on top, the centred feature class means' below, each titled with its smallest
+    angle."""
     from palviz.plots.theory import plot_cosine_heatmap
 
     fig, axes = plt.subplots(2, len(geometry), figsize=(3.1 * len(geometry), 7), squeeze=False)
