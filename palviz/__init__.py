@@ -6,7 +6,7 @@ above it (``tests/test_imports.py`` checks it from the source):
 
 - :mod:`palviz.losses`   every loss of the two papers, one module per family, ``make_loss``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
-  ``simplex_prototypes``
+  ``simplex_prototypes`` (:mod:`palviz.prototype_optimizer`: PAL's optimised simplex)
 - :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
 - :mod:`palviz.data`     the datasets, long-tailed subsets, label noise, a device-resident
   batch loader
