@@ -33,7 +33,7 @@ and the run cache, the table methods, the profiles and the papers' facts, what e
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
 ``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.book_search`,
-:mod:`palviz.timings`).
+:mod:`palviz.book_syllabus`, :mod:`palviz.timings`).
 """
 
 __version__ = "0.1.0"
