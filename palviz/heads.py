@@ -181,9 +181,7 @@ def simplex_prototypes(
 # ----------------------------------------------------------------------------------------------
 class _Head(nn.Module):
     """What every head shares: the sizes $d$ (`in_features`) and $k$ (`num_classes`), checked
-    once here; `forward` checks that the features are `[batch_size, in_features]` and returns
-    the head's `logits`; `prototypes` is the class vectors $W$ (the ``weight``),
-    `[num_classes, in_features]`, detached."""
+    once here, the check of the features in `forward` and the `prototypes`."""
 
     def __init__(self, in_features: int, num_classes: int) -> None:
         super().__init__()
@@ -192,9 +190,11 @@ class _Head(nn.Module):
 
     @property
     def prototypes(self) -> torch.Tensor:
+        """The class vectors $W$ (the ``weight``), `[num_classes, in_features]`, detached."""
         return self.weight.detach()
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """The head's `logits` of features `z`, `[batch_size, in_features]` (checked)."""
         if z.dim() != 2 or z.shape[1] != self.in_features:
             raise ValueError(
                 f"features must have shape (batch_size, {self.in_features}), got {tuple(z.shape)}"
@@ -202,6 +202,8 @@ class _Head(nn.Module):
         return self.logits(z)
 
     def logits(self, z: torch.Tensor) -> torch.Tensor:
+        """The logits `[batch_size, num_classes]` of checked features `z`; each head has its
+        own."""
         raise NotImplementedError
 
 
@@ -222,6 +224,7 @@ class LinearHead(_Head):
 
     @property
     def prototypes(self) -> torch.Tensor:
+        """The class vectors $W$ (``fc``'s weight), `[num_classes, in_features]`, detached."""
         return self.fc.weight.detach()
 
     def logits(self, z: torch.Tensor) -> torch.Tensor:
