@@ -6,7 +6,7 @@ above it (``tests/test_imports.py`` checks it from the source):
 
 - :mod:`palviz.losses`   every loss of the two papers, one module per family, ``make_loss``
 - :mod:`palviz.heads`    linear, cosine (FNPN) and anchored (PAL / FNPAL) heads,
-  ``simplex_prototypes``
+  ``simplex_prototypes`` (:mod:`palviz.prototype_optimizer`: PAL's optimised simplex)
 - :mod:`palviz.models`   ResNet-32/34 for CIFAR, the CNNs of the noise tables, CPU-sized nets
 - :mod:`palviz.data`     the datasets, long-tailed subsets, label noise, a device-resident
   batch loader
@@ -33,7 +33,7 @@ and the run cache, the table methods, the profiles and the papers' facts, what e
 trains, claims, tables, executors (local pool, submitit) and pack. Above both sit
 :mod:`palviz.exercises` (the lessons' self-checking exercises), :mod:`palviz.cli` (the
 ``palviz`` command) and the course book (:mod:`palviz.book`, :mod:`palviz.book_search`,
-:mod:`palviz.timings`).
+:mod:`palviz.book_syllabus`, :mod:`palviz.timings`).
 """
 
 __version__ = "0.1.0"

@@ -21,9 +21,10 @@ What the sources get on top of the copies: a note on each lesson page and on the
 naming the profile and when it ran; a failed lesson's note with the error and the command that
 runs it again (its last good page stays); each exercise's hint and solution, folded, after its
 ``check`` cell; widget outputs as a note (the figure for the default values stays); links to
-``docs/glossary.md#x`` turned into glossary ``{term}`` links. The syllabus page comes from
-``docs/syllabus.toml`` (prerequisites, study-time estimates) plus each notebook's "What you
-will learn" and the timing record (:mod:`palviz.timings`).
+``docs/glossary.md#x`` turned into glossary ``{term}`` links. The syllabus page
+(:mod:`palviz.book_syllabus`) comes from ``docs/syllabus.toml`` (prerequisites, study-time
+estimates) plus each notebook's "What you will learn" and the timing record
+(:mod:`palviz.timings`).
 """
 
 from __future__ import annotations
@@ -31,22 +32,21 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
-import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
 
+from palviz.book_syllabus import course_length, intro, syllabus_page
 from palviz.files import PROFILES, atomic_write, project_root, write_json
 from palviz.plots import WIDGET_NOTE
-from palviz.timings import NOT_MEASURED, TimingRecord, run_time_text, timing_record
+from palviz.timings import timing_record
 
 __all__ = [
     "ERROR_CHARACTERS",
@@ -59,13 +59,11 @@ __all__ = [
     "prepare_sources",
     "read_failure",
     "retry_command",
-    "syllabus",
     "write_copy",
     "write_failure",
 ]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-_LEARN = re.compile(r"^\*\*What you will (?:learn|see)\.?\*\*\.?\s*", re.MULTILINE)
 _CHECK = re.compile(r"\bex(\d\d)\.(q\d+)\.check\(")
 _GLOSSARY_LINK = re.compile(r"\[([^\]]+)\]\((?:(?:\.\./)?docs/|\.\./)?(?:glossary\.md)?#([\w-]+)\)")
 
@@ -210,20 +208,6 @@ def executed_at(nb: nbformat.NotebookNode) -> str | None:
 # ------------------------------------------------------------------ the book's sources
 
 
-def intro(nb: nbformat.NotebookNode) -> tuple[str, str]:
-    """(title, what-you-will-learn markdown) from the notebook's first markdown cell."""
-    text = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
-    heading = re.search(r"^#\s+(.+)$", text, re.MULTILINE)
-    title = heading.group(1).strip() if heading else ""
-    found = _LEARN.search(text)
-    if not found:
-        return title, ""
-    first, *rest = re.split(r"\n\s*\n", text[found.end() :].lstrip("\n"))
-    # the goals' paragraph, with a table or list that follows it (lesson 00's methods)
-    kept = [first] + list(itertools.takewhile(lambda p: p.lstrip()[:2] in ("| ", "- "), rest))
-    return title, "\n\n".join(kept).strip()
-
-
 def glossary_terms(glossary: Path) -> dict[str, str]:
     """GitHub's anchor of each term of ``docs/glossary.md``'s ``{glossary}`` blocks -> the
     term (``"lipschitz-constant"`` -> ``"Lipschitz constant"``)."""
@@ -334,74 +318,6 @@ def failure_note(failure: Failure, built: bool) -> str:
         f"The last run of this lesson failed ({failure.when}): `{failure.error}`. {shown}."
         f"{where} Run it again with `{failure.command}`.",
     )
-
-
-def syllabus() -> dict[str, dict]:
-    """``docs/syllabus.toml``: per lesson number its earlier lessons (``after``), its
-    ``background`` and its ``study_minutes_estimate``; plus the ``study_time_note``."""
-    with open(project_root() / "docs" / "syllabus.toml", "rb") as handle:
-        return tomllib.load(handle)
-
-
-def course_length() -> str:
-    """The front page's words on the course's length: the lessons and the sum of the
-    syllabus's per-lesson study estimates, in hours."""
-    plans = syllabus()["lessons"]
-    hours = sum(p["study_minutes_estimate"] for p in plans.values()) / 60
-    return (
-        f"The course has {len(plans)} lessons and takes about {hours:.0f} hours of study in all "
-        "(the sum of the syllabus's per-lesson estimates), to be read in order from lesson 00."
-    )
-
-
-def _shown_path(path: Path | None) -> str:
-    if path is None:
-        return "?"
-    try:
-        return path.resolve().relative_to(project_root()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def syllabus_page(lessons: list[tuple[str, str, str]], record: TimingRecord | None) -> str:
-    """The syllabus page (MyST) for ``lessons`` (stem, title, what-you-will-learn)."""
-    data = syllabus()
-    if record is None:
-        measured = f"Measured run times: {NOT_MEASURED} (no timing record of this profile)."
-    else:
-        where = _shown_path(record.source)
-        measured = (
-            f"Measured run times: from the timing record of the {record.profile} profile, "
-            f"{record.date_utc}, a {record.kind} run (`{where}`): seconds to execute each "
-            "notebook."
-        )
-        if record.cold and record.training_seconds:
-            measured += (
-                f" Training the missing runs took {record.training_seconds:.0f} s "
-                "before the notebooks ran and is not counted in any lesson."
-            )
-    parts = [
-        "# Syllabus\n",
-        "The lessons in order: what each builds on, what it teaches (the "
-        'notebook\'s own "What you will learn"), how long it takes to study and how long '
-        "it took to run.\n",
-        f"Study times: {data['study_time_note']}. {measured}\n",
-    ]
-    for stem, title, summary in lessons:
-        plan = data["lessons"].get(stem[:2])
-        if plan is None:
-            parts.append(f"({stem[:2]}-syllabus)=\n## {title}\n\nNot in `docs/syllabus.toml`.\n")
-            continue
-        earlier = ", ".join(f"[{n}](#{n}-syllabus)" for n in plan["after"])
-        earlier = f"lessons {earlier}" if earlier else "no earlier lesson"
-        parts.append(
-            f"({stem[:2]}-syllabus)=\n## [{title}](notebooks/{stem}.ipynb)\n\n"
-            f"Prerequisites\n: {earlier}; " + "; ".join(plan["background"]) + "\n\n"
-            f"Study time (estimate)\n: ≈ {plan['study_minutes_estimate']} min\n\n"
-            f"Measured run time\n: {run_time_text(record, stem)}\n\n"
-            f"**Goals.** {summary or '—'}\n"  # the lesson's own list or table, as it wrote it
-        )
-    return "\n".join(parts)
 
 
 def prepare_sources(

@@ -26,7 +26,8 @@ linear map of a flat feature). The classifier rows $W$ (and bias $b$) are that l
 ``nn.Linear``. On the first batch the layer's output must be the model's logits (up to a
 constant per row, as a log-softmax adds): a model whose logits come from another module (a
 custom head after the last ``nn.Linear``) is refused rather than read wrong.
-:mod:`palviz.diagnosis_inputs` checks what a call is given.
+:mod:`palviz.diagnosis_inputs` checks what a call is given (:mod:`palviz.diagnosis_layer`
+its ``layer=``).
 
 **Logits** are the model's output times ``logit_scale``. A cosine head (or FNPAL) trained with
 LDAM or ELM outputs cosines that the loss multiplies by its $s$ (30 in the papers): pass
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from palviz import collapse, metrics
+from palviz import collapse, diagnosis_layer, metrics
 from palviz import diagnosis_inputs as inputs
 from palviz import diagnosis_stats as stats
 from palviz.checks import as_labels, check_choice, check_int, invalid
@@ -234,7 +235,8 @@ def diagnose(
     constant per row (else the features and $W$ read would be another layer's: pass ``layer=``
     or ``features=``), with one logit per class count. Non-finite logits or features stop the
     run, naming the split and the first bad sample. The :class:`Diagnosis` names the layer
-    read in ``layer`` and in ``notes`` (:mod:`palviz.diagnosis_inputs` has every check).
+    read in ``layer`` and in ``notes`` (:mod:`palviz.diagnosis_inputs` and
+    :mod:`palviz.diagnosis_layer` have every check).
     """
     import pandas as pd
 
@@ -275,7 +277,7 @@ def diagnose(
             notes.append(f"the {name} split lacks a class: NC1-NC3 are left out there")
     notes[:0] = [
         _scale_note(read.rows if rows_read else None, scale),
-        inputs.layer_note(read, rows_read, features is not None),
+        diagnosis_layer.layer_note(read, rows_read, features is not None),
     ]
     return Diagnosis(
         frame=pd.DataFrame(rows, columns=["split", "group", "metric", "definition", "value"]),

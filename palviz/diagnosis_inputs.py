@@ -2,10 +2,10 @@
 it enters, so that a diagnosis never measures the wrong thing in silence.
 
 * At the call, before any forward pass: the classifier layer (``layer=``, a module name of
-  ``model.named_modules()`` or a module of the model), the device (one this machine has), the
-  form of each split and the type of its labels (integer class indices: float and bool labels
-  are refused, never rounded), the class counts (labels passed in their place, as in
-  ``diagnose(model, x, y)``, are named as such).
+  ``model.named_modules()`` or a module of the model; :mod:`palviz.diagnosis_layer`), the
+  device (one this machine has), the form of each split and the type of its labels (integer
+  class indices: float and bool labels are refused, never rounded), the class counts (labels
+  passed in their place, as in ``diagnose(model, x, y)``, are named as such).
 * On the first batch: the model's output is no probabilities (rows in [0, 1] summing to 1),
   it is the output of the classifier layer whose input and rows are read, up to a constant per
   row (a log-softmax after it is fine; else the features and rows read would be another
@@ -21,19 +21,17 @@ Messages take the form of :func:`palviz.checks.invalid`; the measures trust what
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from palviz.checks import ArgumentTypeError, check_class_counts, invalid
+from palviz.checks import check_class_counts, invalid
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
 __all__ = [
-    "Layer",
     "Tap",
     "batches",
     "check_counts",
@@ -42,9 +40,6 @@ __all__ = [
     "check_finite",
     "check_first_batch",
     "check_split",
-    "choose_layer",
-    "head_types",
-    "layer_note",
 ]
 
 #: A first batch whose rows all lie in [0, 1] and sum to 1 within this is read as probabilities.
@@ -66,7 +61,8 @@ class Described(str):
         return str(self)
 
 
-def _described(value: Any) -> Described:
+def described(value: Any) -> Described:
+    """``value`` as a message shows it: its type and its shape or number of items."""
     kind = type(value).__name__
     kind = f"{'an' if kind[0].lower() in 'aeiou' else 'a'} {kind}"
     if hasattr(value, "shape"):
@@ -89,117 +85,8 @@ def _few(items: np.ndarray) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# the classifier layer
+# the device
 # ----------------------------------------------------------------------------------------------
-def head_types() -> tuple[type, ...]:
-    """The palviz heads, which :func:`~palviz.diagnosis.find_classifier` takes as a layer."""
-    from palviz.heads import AnchoredHead, CosineHead, LinearHead
-
-    return LinearHead, CosineHead, AnchoredHead
-
-
-def _linear_names(model: nn.Module) -> str:
-    import torch
-
-    names = [n for n, m in model.named_modules() if isinstance(m, (torch.nn.Linear, *head_types()))]
-    if not names:
-        return "the model has no nn.Linear or palviz head"
-    shown = ", ".join(repr(n) for n in names[-5:])
-    return f"its linear layers and heads: {'..., ' if len(names) > 5 else ''}{shown}"
-
-
-def choose_layer(model: nn.Module, layer: Any, found: nn.Module | None) -> nn.Module | None:
-    """The module given as ``layer=`` (a name of ``model.named_modules()`` or a module of the
-    model), else ``found``."""
-    import torch
-
-    if layer is None:
-        return found
-    if isinstance(layer, str):
-        modules = dict(model.named_modules())
-        if layer not in modules:
-            rule = "the name of a module of the model, as model.named_modules() gives it"
-            raise invalid("layer", layer, f"{rule} ({_linear_names(model)})")
-        return modules[layer]
-    if isinstance(layer, torch.nn.Module):
-        if not any(m is layer for m in model.modules()):
-            raise invalid(
-                "layer",
-                Described(f"a {type(layer).__name__} that is not in the model"),
-                "a module of the model",
-            )
-        return layer
-    rule = "None, a module name (str) or a module of the model"
-    raise ArgumentTypeError(str(invalid("layer", _described(layer), rule)))
-
-
-@dataclass
-class Layer:
-    """The classifier layer read: ``module`` (its input: the features, unless ``features=``
-    gives them), ``rows`` (the module holding the class vectors: ``module`` itself or the last
-    ``nn.Linear`` / palviz head inside it; ``None`` when there is none), their paths in the
-    model (``""``: the model itself), whether ``layer=`` chose it and the model's last modules,
-    which a message lists."""
-
-    module: nn.Module | None
-    rows: nn.Module | None
-    path: str | None
-    rows_path: str | None
-    chosen: bool
-    names: str
-
-    @classmethod
-    def of(
-        cls, model: nn.Module, module: nn.Module | None, rows: nn.Module | None, chosen: bool
-    ) -> Layer:
-        paths = {id(m): n for n, m in reversed(list(model.named_modules(remove_duplicate=False)))}
-        found = paths.get(id(module)), paths.get(id(rows))
-        names = [repr(n) for n, _ in model.named_modules() if n]
-        last = f"its last modules: {'..., ' if len(names) > 6 else ''}{', '.join(names[-6:])}"
-        return cls(module, rows, *found, chosen, last)
-
-    def describe(self) -> str:
-        """``'fc' (Linear, weight (10, 512))``; the rows' module too when it is another."""
-
-        def one(path: str | None, module: nn.Module) -> str:
-            where = "the model itself" if path == "" else repr(path)
-            return f"{where} ({type(module).__name__}"
-
-        text = one(self.path, self.module)
-        if self.rows is None:
-            return text + ")"
-        shape = f"weight {tuple(self._weight().shape)})"
-        if self.rows is self.module:
-            return f"{text}, {shape}"
-        return f"{text}) with its class vectors in {one(self.rows_path, self.rows)}, {shape}"
-
-    def _weight(self) -> torch.Tensor:
-        return self.rows.prototypes if isinstance(self.rows, head_types()) else self.rows.weight
-
-    def class_vectors(self) -> np.ndarray | None:
-        """The class vectors ``W`` `[K, d]` (float64, CPU): the rows' module's ``.prototypes``
-        (a palviz head) or ``.weight`` (``nn.Linear``); ``None`` when there is no such module."""
-        return None if self.rows is None else self._weight().detach().double().cpu().numpy()
-
-
-def layer_note(layer: Layer, read: bool, features_given: bool) -> str:
-    """The line of :attr:`Diagnosis.notes` that names the layer read."""
-    lost = "NC3 and the classifier's geometry are left out"
-    if layer.module is None:
-        return f"no classifier layer read: features from features=, no class vectors W, {lost}"
-    if not read:
-        return (
-            f"classifier layer {layer.describe()} found, but its output is not the model's logits "
-            f"(first batch): its class vectors are not read, {lost}; features from features="
-        )
-    h = "features from features=" if features_given else "features h = its input"
-    if layer.rows is None:
-        return (
-            f"classifier layer {layer.describe()}: {h}; no nn.Linear or palviz head in it, {lost}"
-        )
-    return f"classifier layer {layer.describe()}: {h}, class vectors W = its rows"
-
-
 def check_device(device: Any) -> torch.device | None:
     """``device`` (None: where the model is) as a ``torch.device`` this machine has."""
     import torch
@@ -208,11 +95,8 @@ def check_device(device: Any) -> torch.device | None:
 
     if device is None:
         return None
-    here = ["cpu"]
-    if torch.cuda.is_available():
-        here += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    mps = getattr(torch.backends, "mps", None)
-    here += ["mps"] if mps is not None and mps.is_available() else []
+    here = ["cpu", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+    here += ["mps"] if torch.backends.mps.is_available() else []
     rule = f"None (where the model's parameters are), 'auto' or a device this machine has: {here}"
     try:
         dev = resolve_device(device)
@@ -227,6 +111,14 @@ def check_device(device: Any) -> torch.device | None:
 # ----------------------------------------------------------------------------------------------
 # the splits, the labels, the counts
 # ----------------------------------------------------------------------------------------------
+def _integer(t: torch.Tensor) -> bool:
+    """Whether tensor ``t`` holds integers (class indices, sample indices): not float, complex
+    or bool."""
+    import torch
+
+    return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
+
+
 def _labels(name: str, y: Any) -> torch.Tensor:
     import torch
 
@@ -234,8 +126,8 @@ def _labels(name: str, y: Any) -> torch.Tensor:
     try:
         t = torch.as_tensor(y)
     except (TypeError, ValueError, RuntimeError):
-        raise invalid(where, _described(y), "a tensor or array of integer class indices") from None
-    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        raise invalid(where, described(y), "a tensor or array of integer class indices") from None
+    if not _integer(t):
         raise _bad(
             where,
             Described(f"dtype {getattr(y, 'dtype', t.dtype)}"),
@@ -283,7 +175,7 @@ def check_split(name: str, data: Any, class_counts: Any = None) -> int | None:
             "the training counts of the K classes, one per class (K: the model's outputs)",
             f"it has one entry per sample of data ({n}), as labels do: {LABELS_HINT}",
         )
-    raise _bad(name, _described(data), _FORMS, LABELS_HINT if hasattr(data, "shape") else None)
+    raise _bad(name, described(data), _FORMS, LABELS_HINT if hasattr(data, "shape") else None)
 
 
 def check_counts(class_counts: Any, n_samples: int | None) -> tuple[np.ndarray | None, str]:
@@ -330,11 +222,7 @@ def check_counts_order(counts: np.ndarray, observed: np.ndarray) -> None:
 def _index_like(t: Any) -> bool:
     import torch
 
-    return (
-        isinstance(t, torch.Tensor)
-        and t.ndim == 1
-        and not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
-    )
+    return isinstance(t, torch.Tensor) and t.ndim == 1 and _integer(t)
 
 
 def batches(data: Any, batch_size: int, name: str) -> Iterator[tuple[Any, torch.Tensor]]:
@@ -350,16 +238,10 @@ def batches(data: Any, batch_size: int, name: str) -> Iterator[tuple[Any, torch.
     rule = "a DataLoader yielding (x, y) or (x, y, index) batches: x first, the labels second"
     for i, batch in enumerate(data):
         if not isinstance(batch, tuple | list) or len(batch) < 2:
-            raise invalid(name, Described(f"a batch that is {_described(batch)}"), rule)
-        if (
-            i == 0
-            and len(batch) == 3
-            and _index_like(batch[0])
-            and _index_like(batch[2])
-            and not _index_like(batch[1])
-        ):
+            raise invalid(name, Described(f"a batch that is {described(batch)}"), rule)
+        if i == 0 and len(batch) == 3 and list(map(_index_like, batch)) == [True, False, True]:
             seen = (
-                f"batches that look like (index, x, y): integers first, then {_described(batch[1])}"
+                f"batches that look like (index, x, y): integers first, then {described(batch[1])}"
             )
             raise _bad(name, Described(seen), rule, "reorder its items to (x, y, index)")
         x, y = batch[0], _labels(name, batch[1])
@@ -418,7 +300,7 @@ def _differs(a: Any, b: Any, what: str, *, shift: bool = False) -> str | None:
 def check_first_batch(
     out: torch.Tensor,
     tap: Tap,
-    layer: Layer,
+    layer: Any,
     name: str,
     *,
     features_given: bool,
@@ -426,8 +308,8 @@ def check_first_batch(
     hint: str,
 ) -> bool:
     """Checks the model's output ``out`` on the first batch of ``name`` and returns whether the
-    class vectors of ``layer`` are read (not when ``features=`` is given and the layer found
-    does not output the logits)."""
+    class vectors of ``layer`` (a :class:`palviz.diagnosis_layer.Layer`) are read (not when
+    ``features=`` is given and the layer found does not output the logits)."""
     z = out.detach().double()
     if ((z >= 0) & (z <= 1)).all() and ((z.sum(1) - 1).abs() <= PROBABILITY_TOL).all():
         raise _bad(

@@ -2,7 +2,8 @@
 layer is read (:func:`find_classifier`), the checked arguments (:func:`prepare`) and one pass
 per split under ``torch.no_grad()`` in eval mode (:func:`forward`), the features caught by a
 hook on the classifier layer's input and the logits taken to the CPU in float64.
-:mod:`palviz.diagnosis_inputs` has every check of what the pass is given.
+:mod:`palviz.diagnosis_inputs` has every check of what the pass is given
+(:mod:`palviz.diagnosis_layer` that of ``layer=``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from palviz import diagnosis_inputs as inputs
+from palviz import diagnosis_layer
 from palviz.checks import as_labels, check_int, check_positive, invalid
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ def find_classifier(model: nn.Module) -> nn.Module | None:
     inside: set[int] = set()
     found = None
     for module in model.modules():  # a parent comes before its children
-        if isinstance(module, inputs.head_types()):
+        if isinstance(module, diagnosis_layer.head_types()):
             found = module
             inside.update(id(m) for m in module.modules())
         elif isinstance(module, torch.nn.Linear) and id(module) not in inside:
@@ -49,7 +51,7 @@ def _rows_module(layer: nn.Module | None) -> nn.Module | None:
     another type the last palviz head / Linear inside it."""
     import torch
 
-    if layer is None or isinstance(layer, (*inputs.head_types(), torch.nn.Linear)):
+    if layer is None or isinstance(layer, (*diagnosis_layer.head_types(), torch.nn.Linear)):
         return layer
     return find_classifier(layer)
 
@@ -152,7 +154,7 @@ def prepare(model, device, logit_scale, features, batch_size, layer):
     """The checked arguments: the classifier layer read, the scale, ``(device, move)``."""
     import torch
 
-    chosen = inputs.choose_layer(model, layer, find_classifier(model))
+    chosen = diagnosis_layer.choose_layer(model, layer, find_classifier(model))
     if chosen is None and features is None:
         raise invalid(
             "model",
@@ -167,5 +169,5 @@ def prepare(model, device, logit_scale, features, batch_size, layer):
     if dev is None:
         first = next(model.parameters(), None)
         dev = first.device if first is not None else torch.device("cpu")
-    read = inputs.Layer.of(model, chosen, _rows_module(chosen), layer is not None)
+    read = diagnosis_layer.Layer.of(model, chosen, _rows_module(chosen), layer is not None)
     return read, scale, (dev, device is not None)

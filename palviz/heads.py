@@ -24,13 +24,9 @@ $$w_i^\top w_j = -\frac{1}{k-1}, \qquad i \neq j,$$
 
 which exists when $d \geq k - 1$. `simplex_prototypes` builds it in two ways:
 
-* `"optimize"` (PAL's Table 7 recipe): draw $N = k$ features $z_i$ and $k$ prototypes $w_i$ with
-  labels $y_i = i$ and minimise the normalised softmax loss $L_0$ directly,
-  $$L_0 = -\frac{1}{k}\sum_{i=1}^{k} \log
-  \frac{e^{s \hat w_i^\top \hat z_i}}{\sum_{j} e^{s \hat w_j^\top \hat z_i}},
-  \qquad \hat v = v / \|v\|,$$
-  then keep $\hat w$. The scale must be small: at $s \geq 10$ the loss saturates before the
-  configuration is equiangular, and SGD stalls; Adam at a small scale converges.
+* `"optimize"` (PAL's Table 7 recipe, :mod:`palviz.prototype_optimizer`): minimise the
+  normalised softmax loss $L_0$ over $k$ random features and $k$ random prototypes, keep the
+  normalised prototypes.
 * `"etf"` (closed form, the simplex equiangular tight frame): with
   $M = I_k - \frac{1}{k}\mathbf{1}\mathbf{1}^\top$, the prototypes are the normalised rows of
   $M U^\top$ for $U \in \mathbb{R}^{d \times k}$ with orthonormal columns ($d \geq k$), or of
@@ -51,8 +47,7 @@ import torch.nn.functional as F
 from palviz.checks import check_choice as _check_choice
 from palviz.checks import check_int as _check_int
 from palviz.checks import check_positive as _check_positive
-from palviz.metrics import simplex_error
-from palviz.threads import single_thread
+from palviz.prototype_optimizer import optimize_prototypes
 
 __all__ = [
     "HEADS",
@@ -64,7 +59,6 @@ __all__ = [
     "CosineHead",
     "LinearHead",
     "make_head",
-    "optimize_prototypes",
     "simplex_prototypes",
 ]
 
@@ -75,182 +69,22 @@ HEAD_KINDS = ("linear", "cosine", "anchored")
 #: (the guarantee of `simplex_prototypes` for d >= k - 1; lesson 01 and its exercises use it).
 SIMPLEX_TOL = 1e-3
 
-# Defaults of the "optimize" recipe. Adam at a small scale converges to the simplex; the
-# check every `_CHECK_EVERY` steps stops as soon as every pairwise cosine is within
-# `_OPT_TOL` of -1/(k-1).
-_OPT_SCALE = 2.0
-_OPT_LR = 0.01
-_OPT_MAX_STEPS = 10_000
-_OPT_TOL = 1e-5
-_CHECK_EVERY = 250
-
-
-# ----------------------------------------------------------------------------------------------
-# validation
-# ----------------------------------------------------------------------------------------------
-
-
-def _check_features(z: torch.Tensor, in_features: int) -> None:
-    if z.dim() != 2 or z.shape[1] != in_features:
-        raise ValueError(
-            f"features must have shape (batch_size, {in_features}), got {tuple(z.shape)}"
-        )
-
 
 # ----------------------------------------------------------------------------------------------
 # simplex prototypes
 # ----------------------------------------------------------------------------------------------
-def _l0_loss_and_grad(X: torch.Tensor, k: int, s: float) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""$L_0$ and its gradient for stacked `X = [z; w]` of shape `[2k, d]` (labels $y_i = i$).
-
-    With $\hat Z, \hat W$ the row-normalised halves, $P = \mathrm{softmax}(s \hat Z \hat W^\top)$
-    (row-wise) and $G = \frac{s}{k}(P - I)$:
-    $\partial L_0 / \partial \hat Z = G \hat W$, $\partial L_0 / \partial \hat W = G^\top \hat Z$,
-    and through the normalisation $\partial L_0/\partial x = (g - \hat x\, \hat x^\top g)/\|x\|$.
-    Written out by hand because it is faster than autograd at this size.
-    """
-    norms = X.norm(dim=1, keepdim=True)
-    Xn = X / norms
-    zn, wn = Xn[:k], Xn[k:]
-    logits = s * (zn @ wn.T)
-    # L_0 = mean_i CE(s cos(z_i, w_.), i)
-    logp = torch.log_softmax(logits, dim=1)
-    loss = -logp.diagonal().mean()
-    G = (logp.exp() - torch.eye(k, dtype=X.dtype)) * (s / k)
-    dXn = torch.cat([G @ wn, G.T @ zn])
-    # project out the radial part: d(x/||x||)/dx = (I - x^ x^T) / ||x||
-    grad = (dXn - Xn * (dXn * Xn).sum(dim=1, keepdim=True)) / norms
-    return loss, grad
-
-
-def optimize_prototypes(
-    num_classes: int,
-    dim: int,
-    scale: float = _OPT_SCALE,
-    lr: float = _OPT_LR,
-    steps: int = _OPT_MAX_STEPS,
-    optimizer: str = "adam",
-    tol: float | None = _OPT_TOL,
-    seed: int = 0,
-    record_every: int = _CHECK_EVERY,
-    return_features: bool = False,
-) -> (
-    tuple[torch.Tensor, dict[str, list[float]]]
-    | tuple[torch.Tensor, dict[str, list[float]], torch.Tensor]
-):
-    r"""PAL's prototype generation (Table 7), with its history, for teaching.
-
-    Minimises the normalised softmax loss $L_0$ over $k$ random features $z_i$ and $k$ random
-    prototypes $w_i$ with labels $y_i = i$ (balanced, $N = k$):
-
-    $$L_0 = -\frac{1}{k}\sum_{i=1}^{k}
-    \log \frac{e^{s \hat w_i^\top \hat z_i}}{\sum_{j=1}^{k} e^{s \hat w_j^\top \hat z_i}},
-    \qquad \hat v = v / \|v\|_2 .$$
-
-    The gradient is computed in closed form and the optimiser (Adam with PyTorch's default
-    betas (0.9, 0.999) and eps 1e-8, or plain SGD) is written out, in float32, on one thread.
-
-    Args:
-        num_classes: $k \geq 2$.
-        dim: feature dimension $d \geq 1$ (a simplex needs $d \geq k - 1$).
-        scale: $s > 0$. Small (1-2) works; $s \geq 10$ saturates before the simplex is reached.
-        lr: learning rate.
-        steps: maximum number of steps.
-        optimizer: ``"adam"`` (converges) or ``"sgd"`` (plain gradient descent; stalls, kept to
-            show it).
-        tol: stop once $\max_{i\neq j}|\hat w_i^\top \hat w_j + \frac{1}{k-1}| <$ `tol`
-            (checked every `record_every` steps; only when $d \geq k-1$). ``None`` runs all
-            `steps`. For $d < k-1$ (no simplex) the run stops when $L_0$ no longer changes
-            (relative change below 1e-7 between two checks).
-        seed: seeds the random initialisation; the result is deterministic for a seed.
-        record_every: record the history (and check for convergence) every so many steps.
-        return_features: also return the optimised features $\hat z_i$ (PAL's Theorem 3.2:
-            at the optimum each sits at its own prototype, $\hat z_i = \hat w_i$).
-
-    In one dimension the unit sphere is $\{-1, +1\}$ and normalisation has zero gradient, so
-    ``dim=1`` returns alternating signs $(+1, -1, +1, \dots)$ directly with an empty history.
-
-    Returns:
-        ``(W, history)``: `W` float32 `[num_classes, dim]` with unit rows, and ``history`` with
-        lists ``"step"``, ``"loss"`` and ``"max_cosine_error"`` (the distance of the worst
-        pairwise cosine from $-1/(k-1)$). With ``return_features=True``, ``(W, history, Z)``
-        with `Z` float32 `[num_classes, dim]` the unit features, row $i$ of class $i$.
-    """
-    k = _check_int("num_classes", num_classes, 2)
-    d = _check_int("dim", dim, 1)
-    s = _check_positive("scale", scale)
-    lr = _check_positive("lr", lr)
-    steps = _check_int("steps", steps, 1)
-    optimizer = _check_choice("optimizer", optimizer, ("adam", "sgd"))
-    record_every = _check_int("record_every", record_every, 1)
-    if tol is not None:
-        tol = _check_positive("tol", tol)
-    seed = _check_int("seed", seed, 0)
-
-    history: dict[str, list[float]] = {"step": [], "loss": [], "max_cosine_error": []}
-    if d == 1:
-        # The unit "sphere" of R^1 is {-1, +1}: normalisation has zero gradient, so no step
-        # can move a point. Return the optimum directly: alternating signs (the simplex when
-        # k = 2; for k > 2 the two halves are as balanced as possible).
-        signs = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(k)])[:, None]
-        return (signs, history, signs.clone()) if return_features else (signs, history)
-
-    gen = torch.Generator().manual_seed(seed)
-    z = torch.randn(k, d, generator=gen)
-    w = torch.randn(k, d, generator=gen)
-    X = torch.cat([z, w])  # [2k, d]: features then prototypes
-    m = torch.zeros_like(X)
-    v = torch.zeros_like(X)
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
-    simplex_exists = d >= k - 1
-    previous_loss = math.inf
-    with single_thread():
-        for step in range(1, steps + 1):
-            loss, grad = _l0_loss_and_grad(X, k, s)
-            if optimizer == "sgd":
-                X.add_(grad, alpha=-lr)
-            else:
-                # Adam: m <- b1 m + (1-b1) g, v <- b2 v + (1-b2) g^2,
-                # x <- x - lr * m_hat / (sqrt(v_hat) + eps)
-                m.mul_(beta1).add_(grad, alpha=1 - beta1)
-                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denom = (v.sqrt() / math.sqrt(1 - beta2**step)).add_(eps)
-                X.addcdiv_(m, denom, value=-lr / (1 - beta1**step))
-            if step % record_every == 0 or step == steps:
-                value = float(loss)
-                err = simplex_error(X[k:].double().numpy(), cosines=False)
-                history["step"].append(float(step))
-                history["loss"].append(value)
-                history["max_cosine_error"].append(err)
-                if tol is not None:
-                    if simplex_exists and err < tol:
-                        break
-                    if not simplex_exists and abs(previous_loss - value) < 1e-7 * max(1.0, value):
-                        break
-                previous_loss = value
-    W = F.normalize(X[k:].double(), dim=1).float()
-    if return_features:
-        return W, history, F.normalize(X[:k].double(), dim=1).float()
-    return W, history
-
-
 def _etf_prototypes(k: int, d: int, seed: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     # M = I_k - 11^T / k: centred identity; its rows are the simplex in the span of 1^perp
-    M = torch.eye(k, dtype=torch.float64) - torch.full((k, k), 1.0 / k, dtype=torch.float64)
+    M = torch.eye(k, dtype=torch.float64) - 1.0 / k
     if d >= k:
         # U (d x k), orthonormal columns: a seeded random embedding of R^k into R^d
         U, _ = torch.linalg.qr(torch.randn(d, k, generator=gen, dtype=torch.float64))
         P = M @ U.T
     else:  # d == k - 1
         # V (k x (k-1)): orthonormal basis of 1^perp (QR of [1, random]), then a seeded rotation
-        A = torch.cat(
-            [
-                torch.ones(k, 1, dtype=torch.float64),
-                torch.randn(k, k - 1, generator=gen, dtype=torch.float64),
-            ],
-            dim=1,
-        )
+        ones = torch.ones(k, 1, dtype=torch.float64)
+        A = torch.cat([ones, torch.randn(k, k - 1, generator=gen, dtype=torch.float64)], dim=1)
         Q, _ = torch.linalg.qr(A)
         V = Q[:, 1:]
         R, _ = torch.linalg.qr(torch.randn(k - 1, k - 1, generator=gen, dtype=torch.float64))
@@ -304,7 +138,8 @@ def simplex_prototypes(
         dim: $d \geq 1$ ($d \geq k$ for ``"axis"`` and ``"block"``).
         method: ``"optimize"`` (PAL's Table 7 recipe: Adam, lr 0.01, $s = 2$, on $L_0$ with
             $N = k$ random features, stopped once every pairwise cosine is within 1e-5 of
-            $-1/(k-1)$, at most 10,000 steps; see `optimize_prototypes`) or ``"etf"`` (closed
+            $-1/(k-1)$, at most 10,000 steps; see
+            :func:`palviz.prototype_optimizer.optimize_prototypes`) or ``"etf"`` (closed
             form $M U^\top$ / $M V$, normalised rows).
         seed: seeds the random initialisation / embedding; same seed, same prototypes.
         orientation: ``"random"``, ``"axis"`` or ``"block"`` (above).
@@ -344,7 +179,35 @@ def simplex_prototypes(
 # ----------------------------------------------------------------------------------------------
 # heads
 # ----------------------------------------------------------------------------------------------
-class LinearHead(nn.Module):
+class _Head(nn.Module):
+    """What every head shares: the sizes $d$ (`in_features`) and $k$ (`num_classes`), checked
+    once here, the check of the features in `forward` and the `prototypes`."""
+
+    def __init__(self, in_features: int, num_classes: int) -> None:
+        super().__init__()
+        self.in_features = _check_int("in_features", in_features, 1)
+        self.num_classes = _check_int("num_classes", num_classes, 2)
+
+    @property
+    def prototypes(self) -> torch.Tensor:
+        """The class vectors $W$ (the ``weight``), `[num_classes, in_features]`, detached."""
+        return self.weight.detach()
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """The head's `logits` of features `z`, `[batch_size, in_features]` (checked)."""
+        if z.dim() != 2 or z.shape[1] != self.in_features:
+            raise ValueError(
+                f"features must have shape (batch_size, {self.in_features}), got {tuple(z.shape)}"
+            )
+        return self.logits(z)
+
+    def logits(self, z: torch.Tensor) -> torch.Tensor:
+        """The logits `[batch_size, num_classes]` of checked features `z`; each head has its
+        own."""
+        raise NotImplementedError
+
+
+class LinearHead(_Head):
     r"""The plain softmax classifier: $\text{logits} = W z + b$.
 
     Args:
@@ -356,30 +219,28 @@ class LinearHead(nn.Module):
     """
 
     def __init__(self, in_features: int, num_classes: int, bias: bool = True) -> None:
-        super().__init__()
-        self.in_features = _check_int("in_features", in_features, 1)
-        self.num_classes = _check_int("num_classes", num_classes, 2)
+        super().__init__(in_features, num_classes)
         self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
 
     @property
     def prototypes(self) -> torch.Tensor:
-        """The class vectors $W$, `[num_classes, in_features]`, detached."""
+        """The class vectors $W$ (``fc``'s weight), `[num_classes, in_features]`, detached."""
         return self.fc.weight.detach()
 
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        _check_features(z, self.in_features)
+    def logits(self, z: torch.Tensor) -> torch.Tensor:
         # W z + b
         return self.fc(z)
 
 
-class CosineHead(nn.Module):
+class CosineHead(_Head):
     r"""Cosine logits with learnable prototypes: $\text{logits}_j = s\,\hat w_j^\top \hat z$.
 
     $\hat v = v / \|v\|_2$. With ``scale=1`` this is LDAM's `NormedLinear` (the LDAM / ELM
     loss multiplies by its own $s$); with ``scale=s`` it is FNPN (PAL Fig. 5).
 
     The weight is initialised as in LDAM's `NormedLinear`: uniform on $[-1, 1]$, then each
-    prototype row rescaled to norm 1 (`renorm`). Only directions matter for the logits.
+    prototype row rescaled to norm 1 (`renorm`). Only directions matter for the logits;
+    `prototypes` are the learnable $W$, not normalised.
 
     Args:
         in_features: $d$.
@@ -390,21 +251,13 @@ class CosineHead(nn.Module):
     """
 
     def __init__(self, in_features: int, num_classes: int, scale: float = 1.0) -> None:
-        super().__init__()
-        self.in_features = _check_int("in_features", in_features, 1)
-        self.num_classes = _check_int("num_classes", num_classes, 2)
+        super().__init__(in_features, num_classes)
         self.scale = _check_positive("scale", scale)
         self.weight = nn.Parameter(torch.empty(self.num_classes, self.in_features))
         with torch.no_grad():
             self.weight.uniform_(-1.0, 1.0).renorm_(2, 0, 1e-5).mul_(1e5)
 
-    @property
-    def prototypes(self) -> torch.Tensor:
-        """The learnable prototypes $W$ (not normalised), `[num_classes, in_features]`, detached."""
-        return self.weight.detach()
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        _check_features(z, self.in_features)
+    def logits(self, z: torch.Tensor) -> torch.Tensor:
         # s * cos(z, w_j) = s * (z / ||z||) . (w_j / ||w_j||)
         return self.scale * F.normalize(z, dim=1) @ F.normalize(self.weight, dim=1).T
 
@@ -412,7 +265,7 @@ class CosineHead(nn.Module):
         return f"in_features={self.in_features}, num_classes={self.num_classes}, scale={self.scale}"
 
 
-class AnchoredHead(nn.Module):
+class AnchoredHead(_Head):
     r"""Prototype-anchored head (PAL; FNPAL with ``normalize=True``).
 
     The prototypes $W$ are fixed before training and stored as a buffer named ``weight``: they
@@ -452,9 +305,7 @@ class AnchoredHead(nn.Module):
         prototypes: torch.Tensor | np.ndarray | None = None,
         orientation: str = "random",
     ) -> None:
-        super().__init__()
-        self.in_features = _check_int("in_features", in_features, 1)
-        self.num_classes = _check_int("num_classes", num_classes, 2)
+        super().__init__(in_features, num_classes)
         self.normalize = bool(normalize)
         self.scale = _check_positive("scale", scale)
         self.orientation = _check_choice("orientation", orientation, PROTOTYPE_ORIENTATIONS)
@@ -480,13 +331,7 @@ class AnchoredHead(nn.Module):
                 raise ValueError("prototypes must be finite, got NaN or inf entries")
         self.register_buffer("weight", W)
 
-    @property
-    def prototypes(self) -> torch.Tensor:
-        """The anchored prototypes $W$, `[num_classes, in_features]`, detached."""
-        return self.weight.detach()
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        _check_features(z, self.in_features)
+    def logits(self, z: torch.Tensor) -> torch.Tensor:
         if self.normalize:
             # FNPAL: s * W^T (z / ||z||)
             return self.scale * F.normalize(z, dim=1) @ self.weight.T

@@ -4,7 +4,7 @@ Measured run times are never typed. They come only from a timing record that ``p
 figures`` wrote (:func:`palviz.cli.figures.timings_record`): ``figures_dir(profile)/
 timings.json`` if it exists, else the committed copy ``docs/results/<profile>/timings.json``
 (:func:`timing_record`). A lesson the record does not time is "not measured". The book's
-syllabus page (:mod:`palviz.book`) shows them beside the study-time estimates of
+syllabus page (:mod:`palviz.book_syllabus`) shows them beside the study-time estimates of
 ``docs/syllabus.toml``.
 """
 

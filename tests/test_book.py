@@ -24,7 +24,7 @@ from book_support import smoke_book
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from PIL import Image
 
-from palviz import book, book_search, timings
+from palviz import book, book_search, book_syllabus, timings
 from palviz.cli import kernel as cli_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def _section(page: str, number: str) -> str:
 
 
 def test_syllabus_data_covers_every_lesson_of_the_course():
-    data = book.syllabus()
+    data = book_syllabus.syllabus()
     assert sorted(data["lessons"]) == NUMBERS
     assert "estimate" in data["study_time_note"]
     for number, plan in data["lessons"].items():
@@ -107,7 +107,7 @@ def test_syllabus_data_covers_every_lesson_of_the_course():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_every_notebook_has_a_title_and_what_you_will_learn(path):
-    title, summary = book.intro(nbformat.read(path, as_version=4))
+    title, summary = book_syllabus.intro(nbformat.read(path, as_version=4))
     assert title.startswith(path.name[:2] + " · "), title
     assert len(summary) > 80, f"{path.name}: no 'What you will learn' block for the syllabus"
 
@@ -116,7 +116,7 @@ def test_syllabus_page_gives_prerequisites_goals_estimate_and_run_time(tmp_path)
     record = _record(**{"03_a_lesson": 12.34})
     src = _sources(tmp_path, record=record)
     page = (src / "syllabus.md").read_text(encoding="utf-8")
-    plans = book.syllabus()["lessons"]
+    plans = book_syllabus.syllabus()["lessons"]
     for stem in STEMS:
         section = _section(page, stem[:2])
         plan = plans[stem[:2]]
@@ -132,8 +132,8 @@ def test_syllabus_page_gives_prerequisites_goals_estimate_and_run_time(tmp_path)
 
 def test_the_syllabus_keeps_each_lessons_goals_as_a_list_and_lesson_00s_table():
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    lessons = [(p.stem, *book.intro(nbformat.read(p, as_version=4))) for p in paths]
-    page = book.syllabus_page(lessons, None)
+    lessons = [(p.stem, *book_syllabus.intro(nbformat.read(p, as_version=4))) for p in paths]
+    page = book_syllabus.syllabus_page(lessons, None)
     assert "| method | loss | classifier head |" in _section(page, "00")  # the tour's table
     for stem, _, goals in lessons[1:]:
         section = _section(page, stem[:2])
@@ -143,9 +143,9 @@ def test_the_syllabus_keeps_each_lessons_goals_as_a_list_and_lesson_00s_table():
 
 
 def test_the_front_page_gives_the_course_length_computed_from_the_syllabus(tmp_path):
-    plans = book.syllabus()["lessons"]
+    plans = book_syllabus.syllabus()["lessons"]
     hours = sum(p["study_minutes_estimate"] for p in plans.values()) / 60
-    text = book.course_length()
+    text = book_syllabus.course_length()
     assert f"{len(plans)} lessons and takes about {hours:.0f} hours of study" in text
     src = _sources(tmp_path)
     assert (src / "_generated" / "course.md").read_text().strip() == text
@@ -472,4 +472,4 @@ def test_the_built_syllabus_shows_each_lessons_goals_as_a_list_and_lesson_00s_ta
         assert goals.count("<li>") >= 3, f"lesson {number}'s goals are not a list"
         assert 'href="#../' not in goals, f"lesson {number}: a link the syllabus cannot follow"
     front = (built / "book" / "index.html").read_text(encoding="utf-8").replace("’", "'")
-    assert re.sub(r"\s+", " ", book.course_length()) in re.sub(r"\s+", " ", front)
+    assert re.sub(r"\s+", " ", book_syllabus.course_length()) in re.sub(r"\s+", " ", front)

@@ -16,11 +16,10 @@ from palviz.heads import (
     AnchoredHead,
     CosineHead,
     LinearHead,
-    _l0_loss_and_grad,
     make_head,
-    optimize_prototypes,
     simplex_prototypes,
 )
+from palviz.prototype_optimizer import _l0_loss_and_grad, optimize_prototypes
 
 
 def pairwise_cosines(W: torch.Tensor) -> np.ndarray:

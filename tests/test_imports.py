@@ -241,6 +241,7 @@ UPPER_LAYERS = {
     "palviz.cli": "command line",
     "palviz.__main__": "command line",
     "palviz.book": "course",
+    "palviz.book_syllabus": "course",
     "palviz.timings": "course",
 }
 #: The modules the size limit leaves aside: none.

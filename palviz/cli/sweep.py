@@ -15,9 +15,10 @@ from pathlib import Path
 def plan_numbers(only: list[str] | None = None) -> list[str]:
     """The numbers of the notebooks that train
     (:data:`palviz.experiments.plan.NOTEBOOKS_WITH_RUNS`), or those of them in ``only``; ``only``
-    may name any lesson of the course (``docs/syllabus.toml``, :func:`palviz.book.syllabus`).
-    Needs no notebook file, so ``palviz plan`` works from any folder."""
-    from palviz.book import syllabus
+    may name any lesson of the course (``docs/syllabus.toml``,
+    :func:`palviz.book_syllabus.syllabus`). Needs no notebook file, so ``palviz plan`` works
+    from any folder."""
+    from palviz.book_syllabus import syllabus
     from palviz.experiments.plan import NOTEBOOKS_WITH_RUNS
 
     lessons = sorted(syllabus()["lessons"])
