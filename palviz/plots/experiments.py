@@ -228,16 +228,6 @@ def plot_transition_matrix(
     return ax.collections[0]
 
 
-def _fnpal_pairs(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``loss`` (the label without ``+FNPAL``) and ``head`` columns for seaborn's
-    hue and style: a method and its FNPAL variant share a colour."""
-    fnpal = frame["label"].str.endswith("+FNPAL")
-    return frame.assign(
-        method=frame["label"].str.removesuffix("+FNPAL"),
-        variant=np.where(fnpal, "FNPAL head", "own head"),
-    )
-
-
 def plot_accuracy_vs_noise(
     ax: mpl.axes.Axes,
     frame: pd.DataFrame,
@@ -251,8 +241,14 @@ def plot_accuracy_vs_noise(
     (a :func:`palviz.experiments.tables.results_frame` of noisy runs) at noise ``kind``: the mean
     over seeds with an error bar of one standard deviation. A ``"<base>+FNPAL"`` method is drawn
     dashed with square markers in the colour of ``<base>``."""
-    data = _fnpal_pairs(frame[frame["noise_kind"] == kind])
-    data = data.assign(accuracy=100 * data[value])
+    data = frame[frame["noise_kind"] == kind]
+    # seaborn's hue is the method without "+FNPAL" (a method and its FNPAL variant share a
+    # colour), its style the head
+    data = data.assign(
+        method=data["label"].str.removesuffix("+FNPAL"),
+        variant=np.where(data["label"].str.endswith("+FNPAL"), "FNPAL head", "own head"),
+        accuracy=100 * data[value],
+    )
     sns.lineplot(
         data,
         x="noise_rate",
@@ -332,12 +328,10 @@ def plot_training_counts(
         ax.axhline(threshold, color="0.4", ls=":", lw=1)
     ax.text(0, 105, "many-shot above 100", fontsize=7, va="bottom")
     ax.text(0, 19, "few-shot below 20", fontsize=7, va="top")
-    ax.set(
-        yscale="log",
-        xlabel="class index i (training count falls with i)",
-        ylabel="training samples n_i (log scale)",
-        title=title,
-    )
+    ax.set_yscale("log")
+    ax.set_xlabel("class index i (training count falls with i)")
+    ax.set_ylabel("training samples n_i (log scale)")
+    ax.set_title(title)
     ax.legend(title="imbalance ratio (total)")
 
 
@@ -374,10 +368,8 @@ def plot_angle_histories(
         ax.plot(epochs, angles, color=c, marker=".", label=label)
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax.axhline(simplex_angle, color="k", ls="--", label=f"{reference}: {simplex_angle:.2f}°")
-    ax.set(
-        xlabel="epoch (0: at initialisation)",
-        ylabel="smallest angle between two prototypes (degrees)",
-    )
+    ax.set_xlabel("epoch (0: at initialisation)")
+    ax.set_ylabel("smallest angle between two prototypes (degrees)")
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
@@ -385,8 +377,9 @@ def plot_cosine_heatmaps(
     geometry: Mapping[str, Mapping[str, np.ndarray]], *, suptitle: str
 ) -> mpl.figure.Figure:
     """Two rows of cosine heatmaps, one column per entry of ``geometry`` (``{label:
-    palviz.experiments.tables.feature_geometry(run)}``): the class vectors' pairwise cosines on top,
-    the centred feature class means' below, each titled with its smallest angle."""
+    palviz.experiments.inspection.feature_geometry(run)}``): the class vectors' pairwise
+    cosines on top, the centred feature class means' below, each titled with its smallest
+    angle."""
     from palviz.plots.theory import plot_cosine_heatmap
 
     fig, axes = plt.subplots(2, len(geometry), figsize=(3.1 * len(geometry), 7), squeeze=False)

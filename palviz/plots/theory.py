@@ -51,11 +51,9 @@ def plot_angle_histogram(ax: mpl.axes.Axes, angles_deg: np.ndarray, num_classes:
     bins = np.linspace(lo - pad, hi + pad, 41)
     ax.hist(angles, bins=bins, color="C0", label=f"{len(angles)} prototype pairs")
     ax.axvline(simplex, color="C3", ls="--", label=f"simplex angle {simplex:.2f}°")
-    ax.set(
-        xlim=(bins[0], bins[-1]),
-        xlabel="pairwise angle (degrees)",
-        ylabel="number of prototype pairs",
-    )
+    ax.set_xlim(bins[0], bins[-1])
+    ax.set_xlabel("pairwise angle (degrees)")
+    ax.set_ylabel("number of prototype pairs")
     ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.22), ncols=2, fontsize=8)
 
 
@@ -85,21 +83,19 @@ def plot_pairwise_cosine_histograms(
             ax_zoom.hist(
                 error_in_millionths, np.linspace(-20, 20, 81), color=color, alpha=0.6, label=label
             )
-    ax_full.axvline(-1 / (k - 1), color="k", ls="--", lw=1, label=f"-1/(k-1) = {-1 / (k - 1):.4f}")
-    ax_full.set(
-        yscale="log",
-        xlabel=r"pairwise cosine $w_i^\top w_j$",
-        title=f"k = {k} prototypes in d = {dim}: all {k * (k - 1) // 2} pairs",
-    )
-    ax_full.legend(loc="upper left")
-    ax_zoom.axvline(0, color="k", ls="--", lw=1)
-    ax_zoom.set(
-        xlabel=r"$(w_i^\top w_j + 1/(k-1)) \times 10^{6}$",
-        title="zoom: distance from $-1/(k-1)$ (the check allows $\\pm 1000 \\times 10^{-6}$)",
-    )
-    ax_zoom.legend()
     for ax in (ax_full, ax_zoom):
         ax.set_ylabel("number of prototype pairs")
+    ax_full.set_yscale("log")
+    ax_full.axvline(-1 / (k - 1), color="k", ls="--", lw=1, label=f"-1/(k-1) = {-1 / (k - 1):.4f}")
+    ax_full.set_xlabel(r"pairwise cosine $w_i^\top w_j$")
+    ax_full.set_title(f"k = {k} prototypes in d = {dim}: all {k * (k - 1) // 2} pairs")
+    ax_full.legend(loc="upper left")
+    ax_zoom.axvline(0, color="k", ls="--", lw=1)
+    ax_zoom.set_xlabel(r"$(w_i^\top w_j + 1/(k-1)) \times 10^{6}$")
+    ax_zoom.set_title(
+        "zoom: distance from $-1/(k-1)$ (the check allows $\\pm 1000 \\times 10^{-6}$)"
+    )
+    ax_zoom.legend()
 
 
 def plot_simplex_prototypes(ax: mpl.axes.Axes, W: np.ndarray) -> None:
@@ -173,13 +169,11 @@ def plot_min_angle_vs_dim(
             ha="center",
             fontsize=8,
         )
-    ax.set(
-        xticks=dims,
-        xlabel="feature dimension d",
-        ylabel="minimum pairwise angle (degrees)",
-        title=f"k = {k} prototypes in d < k - 1 dimensions (seed {seed})",
-        ylim=(0, simplex_angle + 15),
-    )
+    ax.set_xticks(dims)
+    ax.set_xlabel("feature dimension d")
+    ax.set_ylabel("minimum pairwise angle (degrees)")
+    ax.set_title(f"k = {k} prototypes in d < k - 1 dimensions (seed {seed})")
+    ax.set_ylim(0, simplex_angle + 15)
     ax.legend(loc="lower right")
 
 
@@ -258,19 +252,15 @@ def plot_minority_collapse(
     for y, colour, ls, text, drop in levels:
         ax.axhline(y, color=colour, ls=ls, lw=1)
         ax.annotate(text, (1.1, y), xytext=(0, drop), textcoords="offset points", fontsize=8)
-    ax.set(
-        xlabel="imbalance ratio $R = n_A / n_B$ (log scale)",
-        ylabel="average pairwise cosine",
-        ylim=(-0.3, 1.1),
-        title=f"Layer-peeled model, $k_A = {k_major}$ majority, $k_B = {k_minor}$ minority",
-    )
+    ax.set_xlabel("imbalance ratio $R = n_A / n_B$ (log scale)")
+    ax.set_ylabel("average pairwise cosine")
+    ax.set_ylim(-0.3, 1.1)
+    ax.set_title(f"Layer-peeled model, $k_A = {k_major}$ majority, $k_B = {k_minor}$ minority")
     ax.legend(loc="center left", fontsize=7)
     ax_norm.axhline(VANISHED_NORM, color="k", ls="--", lw=1, label="vanished below this")
-    ax_norm.set(
-        xlabel="imbalance ratio $R$ (log scale)",
-        ylabel=r"mean minority $\|w_k\| / \sqrt{E_W}$",
-        title="the minority classifiers' length",
-    )
+    ax_norm.set_xlabel("imbalance ratio $R$ (log scale)")
+    ax_norm.set_ylabel(r"mean minority $\|w_k\| / \sqrt{E_W}$")
+    ax_norm.set_title("the minority classifiers' length")
     ax_norm.legend(loc="lower left", fontsize=7)
 
 
@@ -310,13 +300,10 @@ def plot_gamma_min_vs_ratio(
         label=f"largest possible: $1 + 1/(K-1) = {gamma_max:.3f}$",
     )
     ax_unit.legend()
-    ax_unit.set(
-        ylabel=r"$\gamma_{\min}$ (unit $w$ and $h$)", title="normalised margin (PAL's definition)"
-    )
-    ax_raw.set(
-        ylabel=r"$\gamma_{\min}$ (as solved, $E_W = E_H = " + f"{energy:g}$)",
-        title="unnormalised margin in the layer-peeled model",
-    )
+    ax_unit.set_ylabel(r"$\gamma_{\min}$ (unit $w$ and $h$)")
+    ax_unit.set_title("normalised margin (PAL's definition)")
+    ax_raw.set_ylabel(r"$\gamma_{\min}$ (as solved, $E_W = E_H = " + f"{energy:g}$)")
+    ax_raw.set_title("unnormalised margin in the layer-peeled model")
 
 
 def plot_per_class_lines(
@@ -395,11 +382,9 @@ def plot_lipschitz_vs_b(
                     ms=size,
                     label=label,
                 )
-    ax.set(
-        xlabel="feature norm $B = \\|z\\|$ (= scale $s$ in FNPAL)",
-        ylabel="Lipschitz constant of $L_W(z)$",
-        title=f"k = {num_classes}: CE summed over labels",
-    )
+    ax.set_xlabel("feature norm $B = \\|z\\|$ (= scale $s$ in FNPAL)")
+    ax.set_ylabel("Lipschitz constant of $L_W(z)$")
+    ax.set_title(f"k = {num_classes}: CE summed over labels")
     ax.legend(loc="lower right")
 
 
@@ -437,16 +422,12 @@ def plot_noise_aware_scale(
             )
     ax_lambda.axhline(k, color="0.5", ls=":", lw=1, label="$k$ (limit as $s \\to \\infty$)")
     ax_confidence.axhline(1 / k, color="0.5", ls=":", lw=1, label="$1/k$ (uniform, $s \\to 0$)")
-    ax_lambda.set(
-        ylabel="Lipschitz constant $\\lambda_{PAL}$\n(lower: tighter noise bound)",
-        title="Robustness side: $\\lambda_{PAL}(s)$",
-        yscale="log",
-    )
-    ax_confidence.set(
-        ylabel="largest confidence $p_{\\max}$\n(higher: more fitting ability)",
-        title="Fitting side: $p_{\\max}(s)$",
-        ylim=(0, 1.05),
-    )
+    ax_lambda.set_ylabel("Lipschitz constant $\\lambda_{PAL}$\n(lower: tighter noise bound)")
+    ax_confidence.set_ylabel("largest confidence $p_{\\max}$\n(higher: more fitting ability)")
+    ax_lambda.set_title("Robustness side: $\\lambda_{PAL}(s)$")
+    ax_confidence.set_title("Fitting side: $p_{\\max}(s)$")
+    ax_lambda.set_yscale("log")
+    ax_confidence.set_ylim(0, 1.05)
     for ax in (ax_lambda, ax_confidence):
         ax.set(xscale="log", xlabel="scale $s$ = feature norm $B$ (log scale)")
         ax.legend(loc="lower right")
