@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from palviz import plots  # noqa: E402
-from palviz.plots.experiments import PAIR_LINE_LABEL  # noqa: E402
+from palviz.plots.paired import PAIR_LINE_LABEL  # noqa: E402
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ UMAP's numba functions compile once (about 40 s) and are cached in ``.cache/numb
 The recurring plots live beside this module: :mod:`palviz.plots.theory` (the figures of the
 theory notebooks 01-04), :mod:`palviz.plots.margins` (the margins of LDAM and ELM, notebook
 05), :mod:`palviz.plots.experiments` (the experiment figures of 06-08,
-seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`) and
+seaborn on the tidy frame of :func:`palviz.experiments.tables.results_frame`),
+:mod:`palviz.plots.paired` (paired runs per seed, notebooks 06 and 07) and
 :mod:`palviz.plots.budget` (accuracy against SGD steps, notebooks 06 and 07). Their public names
 are also importable from here (``from palviz.plots import plot_lines``), as are the style and the
-class colours of :mod:`palviz.plots.style`, which the plot modules share.
+class colours of :mod:`palviz.plots.style`, which the plot modules share with its axis set-ups.
 """
 
 from __future__ import annotations
@@ -32,88 +33,34 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from palviz.files import atomic_write, cache_dir, figures_dir, resolve_profile
-from palviz.plots.budget import plot_budget
-from palviz.plots.experiments import (
-    mark_schedule,
-    plot_accuracy_vs_noise,
-    plot_accuracy_vs_scale,
-    plot_angle_histories,
-    plot_cosine_heatmaps,
-    plot_embedding,
-    plot_embeddings,
-    plot_lines,
-    plot_paired_runs,
-    plot_per_class,
-    plot_per_class_accuracy,
-    plot_training_counts,
-    plot_transition_matrix,
-)
+from palviz.plots import budget, experiments, margins, paired, style, theory
+from palviz.plots.budget import *  # noqa: F403
+from palviz.plots.experiments import *  # noqa: F403
 from palviz.plots.geometry import plot_collapse_over_training
-from palviz.plots.margins import (
-    plot_class_margins,
-    plot_effective_margins,
-    plot_hinge_corners,
-    plot_loss_against_gap,
-    plot_margin_lines,
-)
-from palviz.plots.style import STYLE, class_colors, set_style
-from palviz.plots.theory import (
-    plot_angle_histogram,
-    plot_cosine_heatmap,
-    plot_gamma_min_vs_ratio,
-    plot_lipschitz_vs_b,
-    plot_min_angle_vs_dim,
-    plot_minority_collapse,
-    plot_noise_aware_scale,
-    plot_pairwise_cosine_histograms,
-    plot_per_class_lines,
-    plot_simplex_prototypes,
-)
+from palviz.plots.margins import *  # noqa: F403
+from palviz.plots.paired import *  # noqa: F403
+from palviz.plots.style import *  # noqa: F403
+from palviz.plots.theory import *  # noqa: F403
 
-#: This module's own names, the style's and every plot of the plot modules.
+#: This module's own names and the public names of the plot modules and the style (each
+#: module's ``__all__``).
 __all__ = [
-    "class_colors",
     "figure_path",
     "format_accuracy",
-    "mark_schedule",
-    "plot_accuracy_vs_noise",
-    "plot_accuracy_vs_scale",
-    "plot_angle_histogram",
-    "plot_angle_histories",
-    "plot_budget",
-    "plot_class_margins",
     "plot_collapse_over_training",
-    "plot_cosine_heatmap",
-    "plot_cosine_heatmaps",
-    "plot_effective_margins",
-    "plot_embedding",
-    "plot_embeddings",
-    "plot_gamma_min_vs_ratio",
-    "plot_hinge_corners",
-    "plot_lines",
-    "plot_lipschitz_vs_b",
-    "plot_loss_against_gap",
-    "plot_margin_lines",
-    "plot_min_angle_vs_dim",
-    "plot_minority_collapse",
-    "plot_noise_aware_scale",
-    "plot_paired_runs",
-    "plot_pairwise_cosine_histograms",
-    "plot_per_class",
-    "plot_per_class_accuracy",
-    "plot_per_class_lines",
-    "plot_simplex_prototypes",
-    "plot_training_counts",
-    "plot_transition_matrix",
     "save_markdown",
     "savefig",
-    "set_style",
     "setup_notebook",
     "sliders",
-    "STYLE",
     "umap_embedding",
     "WIDGET_NOTE",
     "widgets_shown",
+    *budget.__all__,
+    *experiments.__all__,
+    *margins.__all__,
+    *paired.__all__,
+    *style.__all__,
+    *theory.__all__,
 ]
 
 _NOTEBOOK_NAME = re.compile(r"^\d\d_[a-z0-9_]+$")
@@ -136,7 +83,7 @@ def setup_notebook(notebook: str, profile: str | None = None) -> str:
     profile = resolve_profile(profile)
     _current_notebook, _current_profile = notebook, profile
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
-    set_style()
+    style.set_style()
     import torch
 
     import palviz

@@ -99,8 +99,7 @@ def _per_class(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
     counts = per_class[per_class.split == splits[0]]["count"].to_numpy()
     ticks = np.arange(k) if k <= 20 else np.linspace(0, k - 1, 10).round().astype(int)
     ax.set_xticks(ticks, [f"{c}\n{int(counts[c])}" for c in ticks], fontsize=8)
-    ax.set_xlabel("class (below: its training count)")
-    ax.set_ylabel(ylabel)
+    ax.set(xlabel="class (below: its training count)", ylabel=ylabel, title=title)
     handles = [
         mpl.patches.Patch(color=color, alpha=0.8, label=f"{group}-shot")
         for group, color in _GROUP_COLORS.items()
@@ -113,7 +112,6 @@ def _per_class(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
         bbox_to_anchor=(0.5, -0.2),
         ncols=4,
     )
-    ax.set_title(title)
 
 
 def _by_group(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
@@ -135,8 +133,7 @@ def _by_group(ax, per_class, column, ylabel, title, splits=("train",)) -> None:
         np.arange(len(groups)),
         [f"{g}-shot\n{int((train.group == g).sum())} classes" for g in groups],
     )
-    ax.set_ylabel(ylabel)
-    ax.set_title(title + ", by shot group")
+    ax.set(ylabel=ylabel, title=title + ", by shot group")
     ax.legend(fontsize=8, loc="best")
 
 
@@ -177,21 +174,19 @@ def plot_diagnosis(diagnosis: Any) -> mpl.figure.Figure:
     _headline(fig.add_subplot(grid[0, :2]), d)
     _cosines(fig.add_subplot(grid[0, 2]), d.cosines)
     draw = _per_class if k <= PER_CLASS_MAX else _by_group
-    draw(fig.add_subplot(grid[1, 0]), pc, "accuracy", "accuracy", "accuracy", splits)
-    draw(
-        fig.add_subplot(grid[1, 1]),
-        pc,
-        "classifier_norm",
-        r"$\|w_c\|$",
-        r"classifier-row norm $\|w_c\|$",
+    # (column, y label, title, splits) of the per-class row: the norms are the train split's
+    row = (
+        ("accuracy", "accuracy", "accuracy", splits),
+        ("classifier_norm", r"$\|w_c\|$", r"classifier-row norm $\|w_c\|$", ("train",)),
+        (
+            "feature_mean_norm",
+            r"$\|\mu_c - \mu_G\|$",
+            r"centred class-mean norm $\|\mu_c - \mu_G\|$, train",
+            ("train",),
+        ),
     )
-    draw(
-        fig.add_subplot(grid[1, 2]),
-        pc,
-        "feature_mean_norm",
-        r"$\|\mu_c - \mu_G\|$",
-        r"centred class-mean norm $\|\mu_c - \mu_G\|$, train",
-    )
+    for i, panel in enumerate(row):
+        draw(fig.add_subplot(grid[1, i]), pc, *panel)
     numbers = _numbers(d.frame)
     for i, split in enumerate(splits[:2]):
         r = d.reliability[d.reliability.split == split]

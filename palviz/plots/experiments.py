@@ -1,6 +1,7 @@
 """The experiment figures of notebooks 06-08 (and the tour, 00): per-class accuracy and norms,
 accuracy against the noise rate and against the scale s, transition matrices, training counts
-and curves, prototype angles and UMAP embeddings.
+and curves, prototype angles and UMAP embeddings (the paired runs of 06 and 07 are
+:mod:`palviz.plots.paired`).
 
 The statistical figures are seaborn plots of the tidy frame of
 :func:`palviz.experiments.tables.results_frame` (one row per run;
@@ -19,12 +20,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from palviz.plots.style import class_colors
+from palviz.plots.style import class_colors, count_order, heatmap, log_ticks
 
 __all__ = [
     "plot_per_class_accuracy",
     "plot_per_class",
-    "plot_paired_runs",
     "plot_lines",
     "plot_embedding",
     "plot_embeddings",
@@ -50,139 +50,15 @@ def plot_per_class_accuracy(
 ) -> None:
     """Grouped bars of per-class test accuracy, one group per class, classes ordered by
     training count (most frequent left); the counts label the x axis."""
-    counts = np.asarray(train_counts)
-    order = np.argsort(-counts, kind="stable")
+    order = count_order(ax, train_counts)
     names = list(per_class)
     width = 0.8 / max(len(names), 1)
-    x = np.arange(len(counts))
+    x = np.arange(len(order))
     for i, name in enumerate(names):
         acc = np.asarray(per_class[name], dtype=float)[order]
         ax.bar(x + (i - (len(names) - 1) / 2) * width, 100 * acc, width, label=name)
-    ax.set_xticks(x, [f"{c}\n(n={counts[c]})" for c in order], fontsize=7)
-    ax.set_xlabel("class (training count), most frequent first")
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_ylim(0, 100)
+    ax.set(ylabel="test accuracy (%)", ylim=(0, 100), title=title)
     ax.legend(ncols=min(len(names), 4))
-    if title:
-        ax.set_title(title)
-
-
-#: The legend entry of the grey lines of :func:`plot_paired_runs`.
-PAIR_LINE_LABEL = "line: one seed's pair"
-
-
-def _seed_pairs(
-    method: object, runs_a: object, runs_b: object, names: tuple[str, str]
-) -> tuple[list, np.ndarray, np.ndarray]:
-    """``(seeds, values_a, values_b)`` of one entry of :func:`plot_paired_runs`, the two sides
-    paired by seed: two pandas Series by their index (``seeds`` is the index of ``runs_a``,
-    ``runs_b`` reordered to it), two sequences by position (``seeds`` is ``0, 1, ...``)."""
-    where = f"pairs[{method!r}]"
-    series = (isinstance(runs_a, pd.Series), isinstance(runs_b, pd.Series))
-    if any(series) and not all(series):
-        raise ValueError(
-            f"{where}: {names[0]!r} is {'a Series' if series[0] else 'a sequence'} and "
-            f"{names[1]!r} {'a Series' if series[1] else 'a sequence'}; give both as pandas "
-            "Series indexed by seed or both as sequences in the same seed order"
-        )
-    if all(series):
-        for name, side in zip(names, (runs_a, runs_b), strict=True):
-            if side.index.has_duplicates:
-                repeated = sorted(set(side.index[side.index.duplicated()]), key=str)
-                raise ValueError(f"{where}: {name!r} repeats the seeds {repeated}")
-        only_a = [s for s in runs_a.index if s not in runs_b.index]
-        only_b = [s for s in runs_b.index if s not in runs_a.index]
-        if only_a or only_b:
-            raise ValueError(
-                f"{where}: the two sides hold different seeds: only {names[0]!r} has "
-                f"{only_a}, only {names[1]!r} has {only_b}"
-            )
-        seeds = list(runs_a.index)
-        runs_b = runs_b.reindex(runs_a.index)
-    a = np.asarray(runs_a, dtype=float)
-    b = np.asarray(runs_b, dtype=float)
-    for name, values in zip(names, (a, b), strict=True):
-        if values.ndim != 1 or len(values) == 0:
-            raise ValueError(
-                f"{where}: {name!r} must be a non-empty 1-D sequence of values, one per seed, "
-                f"got shape {values.shape}"
-            )
-    if len(a) != len(b):
-        raise ValueError(
-            f"{where}: {names[0]!r} has {len(a)} seeds and {names[1]!r} {len(b)}; each seed "
-            "needs a value on both sides (sequences are paired by position)"
-        )
-    if not all(series):
-        seeds = list(range(len(a)))
-    return seeds, a, b
-
-
-def plot_paired_runs(
-    ax: mpl.axes.Axes,
-    pairs: Mapping[str, tuple[Sequence[float] | pd.Series, Sequence[float] | pd.Series]],
-    *,
-    names: tuple[str, str] = ("without PAL", "with PAL"),
-    ylabel: str,
-    percent: bool = True,
-    title: str | None = None,
-) -> None:
-    """Paired runs, per seed: for each entry ``{method: (runs_a, runs_b)}``, the runs of
-    variant a (the baseline, ``names[0]``; open circles, left) and variant b (``names[1]``;
-    filled, right) at the method's x position, a dot per run (seed), a thin grey line from
-    each seed's a dot to the same seed's b dot (legend: "line: one seed's pair"), and a
-    horizontal tick at each side's mean over seeds.
-
-    The seeds of a and b share their data, label noise and initialisation, so the slope of a
-    line is that seed's difference, the paired difference the statistics of the notebooks
-    rest on. ``runs_a`` and ``runs_b`` are both pandas Series indexed by seed (paired by the
-    index, in any order) or both sequences in the same seed order (paired by position);
-    ``ValueError`` (naming ``pairs[method]``) if the two sides hold different seeds or a
-    different number of values, or if only one side is a Series. ``percent`` multiplies the
-    values by 100."""
-    factor = 100.0 if percent else 1.0
-    x = np.arange(len(pairs))
-    labelled = False
-    for i, (method, (runs_a, runs_b)) in enumerate(pairs.items()):
-        seeds, a, b = _seed_pairs(method, runs_a, runs_b, names)
-        a, b = factor * a, factor * b
-        xa, xb = i - 0.15, i + 0.15
-        ax.scatter(
-            np.full(len(a), xa),
-            a,
-            s=22,
-            facecolors="white",
-            edgecolors="C0",
-            label=names[0] if i == 0 else None,
-            zorder=2,
-        )
-        ax.scatter(
-            np.full(len(b), xb),
-            b,
-            s=22,
-            color="C3",
-            label=names[1] if i == 0 else None,
-            zorder=2,
-        )
-        # drawn after the dots (below them by zorder): the legend lists the two sides first
-        for seed, va, vb in zip(seeds, a, b, strict=True):
-            ax.plot(
-                [xa, xb],
-                [va, vb],
-                color="0.6",
-                lw=0.8,
-                zorder=1,
-                gid=f"seed pair {method}: {seed}",
-                label=None if labelled else PAIR_LINE_LABEL,
-            )
-            labelled = True
-        for pos, v, c in ((xa, a, "C0"), (xb, b, "C3")):
-            ax.plot([pos - 0.1, pos + 0.1], [v.mean()] * 2, color=c, lw=1.5, zorder=3)
-    ax.set_xticks(x, list(pairs), fontsize=8)
-    ax.set_xlim(-0.6, len(pairs) - 0.4)
-    ax.set_ylabel(ylabel)
-    ax.legend()
-    if title:
-        ax.set_title(title)
 
 
 def plot_lines(
@@ -202,15 +78,8 @@ def plot_lines(
         y = np.asarray(y, dtype=float) * (100 if percent else 1)
         ax.plot(np.asarray(x, dtype=float), y, marker=marker, ms=4, label=label)
     if logx:
-        # tick the measured x values themselves, written plainly (0.3, 1, 30)
-        ticks = sorted({float(v) for x, _ in curves.values() for v in np.asarray(x, dtype=float)})
-        ax.set_xscale("log")
-        ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
-        ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+        log_ticks(ax, [v for x, _ in curves.values() for v in np.asarray(x, dtype=float)])
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     if curves:
         ax.legend()
 
@@ -236,11 +105,8 @@ def plot_embedding(
         size = 4 + 10 * rank / max(num_classes - 1, 1)
         label = f"{c}" if train_counts is None else f"{c} (n={train_counts[c]})"
         ax.scatter(pts[:, 0], pts[:, 1], s=size, color=colors[c], label=label, alpha=0.8, lw=0)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.set(xticks=[], yticks=[], title=title)
     ax.grid(False)
-    if title:
-        ax.set_title(title)
 
 
 def plot_per_class(
@@ -295,9 +161,7 @@ def plot_per_class(
         )
         ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("class, and its training count (most frequent first)")
-    ax.set_ylabel(ylabel)
-    if ylim is not None:
-        ax.set_ylim(*ylim)
+    ax.set(ylabel=ylabel, ylim=ylim, title=title)
     spread = "mean over seeds, error bar ± 1 sd" if seeds.max() > 1 else "one seed"
     if legend is None:
         ax.get_legend().remove()
@@ -305,8 +169,6 @@ def plot_per_class(
         sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), title=f"method ({spread})")
     else:
         sns.move_legend(ax, "best", ncols=min(len(names), 3), title=f"method ({spread})")
-    if title:
-        ax.set_title(title)
 
 
 def plot_embeddings(
@@ -351,37 +213,19 @@ def plot_transition_matrix(
     show = annotate and k <= 20
     cells = np.where(T > 0, np.char.mod("%.0f", 100 * T), "") if show else False
     ticks = 1 if k <= 20 else max(1, k // 10)
-    sns.heatmap(
+    heatmap(
+        ax,
         T,
-        ax=ax,
         cmap="Blues",
         vmin=0,
         vmax=1,
         annot=cells,
         fmt="",
-        annot_kws={"fontsize": 6.5},
-        cbar=False,
-        square=True,
         xticklabels=ticks,
         yticklabels=ticks,
     )
-    ax.tick_params(axis="y", rotation=0)
-    ax.grid(False)
-    ax.set_xlabel(r"noisy training label $j$")
-    ax.set_ylabel(r"clean class $i$")
-    if title:
-        ax.set_title(title)
+    ax.set(xlabel=r"noisy training label $j$", ylabel=r"clean class $i$", title=title)
     return ax.collections[0]
-
-
-def _fnpal_pairs(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``loss`` (the label without ``+FNPAL``) and ``head`` columns for seaborn's
-    hue and style: a method and its FNPAL variant share a colour."""
-    fnpal = frame["label"].str.endswith("+FNPAL")
-    return frame.assign(
-        method=frame["label"].str.removesuffix("+FNPAL"),
-        variant=np.where(fnpal, "FNPAL head", "own head"),
-    )
 
 
 def plot_accuracy_vs_noise(
@@ -397,8 +241,14 @@ def plot_accuracy_vs_noise(
     (a :func:`palviz.experiments.tables.results_frame` of noisy runs) at noise ``kind``: the mean
     over seeds with an error bar of one standard deviation. A ``"<base>+FNPAL"`` method is drawn
     dashed with square markers in the colour of ``<base>``."""
-    data = _fnpal_pairs(frame[frame["noise_kind"] == kind])
-    data = data.assign(accuracy=100 * data[value])
+    data = frame[frame["noise_kind"] == kind]
+    # seaborn's hue is the method without "+FNPAL" (a method and its FNPAL variant share a
+    # colour), its style the head
+    data = data.assign(
+        method=data["label"].str.removesuffix("+FNPAL"),
+        variant=np.where(data["label"].str.endswith("+FNPAL"), "FNPAL head", "own head"),
+        accuracy=100 * data[value],
+    )
     sns.lineplot(
         data,
         x="noise_rate",
@@ -416,12 +266,12 @@ def plot_accuracy_vs_noise(
     )
     etas = sorted(data["noise_rate"].unique())
     ax.set_xticks(etas, [f"{eta:g}" for eta in etas])
-    ax.set_xlabel(rf"{kind} noise rate $\eta$")
-    ax.set_ylabel(f"test accuracy (%), {'last' if value == 'last_acc' else 'best'} epoch")
+    epoch = "last" if value == "last_acc" else "best"
+    ax.set(
+        xlabel=rf"{kind} noise rate $\eta$", ylabel=f"test accuracy (%), {epoch} epoch", title=title
+    )
     if legend:
         sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0))
-    if title:
-        ax.set_title(title)
 
 
 def plot_accuracy_vs_scale(
@@ -462,15 +312,9 @@ def plot_accuracy_vs_scale(
         ax.plot([], [], "k*", ms=10, label=r"noise-aware $s = 0.25/(0.05+\eta)$")
     if baseline:
         ax.plot([], [], "k:", lw=1, label="CE, linear head (same $\\eta$)")
-    ticks = sorted(data["scale"].unique())
-    ax.set_xscale("log")
-    ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
-    ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
-    ax.set_xlabel("scale $s$ (log axis)")
-    ax.set_ylabel("test accuracy (%), last epoch")
+    log_ticks(ax, data["scale"])
+    ax.set(xlabel="scale $s$ (log axis)", ylabel="test accuracy (%), last epoch", title=title)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
-    if title:
-        ax.set_title(title)
 
 
 def plot_training_counts(
@@ -539,18 +383,15 @@ def plot_cosine_heatmaps(
     from palviz.plots.theory import plot_cosine_heatmap
 
     fig, axes = plt.subplots(2, len(geometry), figsize=(3.1 * len(geometry), 7), squeeze=False)
+    # (the key of a row in feature_geometry's names, what its panel titles call it)
+    rows = (
+        ("prototype", "class vectors\nmin angle"),
+        ("class_mean", "centred feature class\nmeans, min angle"),
+    )
     for j, (label, geo) in enumerate(geometry.items()):
-        plot_cosine_heatmap(
-            axes[0, j],
-            geo["prototype_cosines"],
-            title=f"{label}: class vectors\nmin angle {geo['min_prototype_angle']:.1f} deg",
-        )
-        image = plot_cosine_heatmap(
-            axes[1, j],
-            geo["class_mean_cosines"],
-            title=f"{label}: centred feature class\n"
-            f"means, min angle {geo['min_class_mean_angle']:.1f} deg",
-        )
+        for i, (key, what) in enumerate(rows):
+            title = f"{label}: {what} {geo[f'min_{key}_angle']:.1f} deg"
+            image = plot_cosine_heatmap(axes[i, j], geo[f"{key}_cosines"], title=title)
     fig.colorbar(image, ax=axes, shrink=0.6, label="cosine")
     fig.suptitle(suptitle)
     return fig

@@ -11,11 +11,10 @@ from collections.abc import Callable, Sequence
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 
 from palviz import theory
-from palviz.plots.style import class_colors
+from palviz.plots.style import class_colors, heatmap
 
 __all__ = [
     "plot_class_margins",
@@ -181,8 +180,8 @@ def plot_loss_against_gap(
         title=f"true class {true_class} (n = {counts[true_class]}), strongest wrong class "
         f"{rival} (n = {counts[rival]})",
         ylim=(0, 12),
+        xlabel=r"gap $z_y - z_{c^*}$ (cosine-logit units; right of 0 = correct)",
     )
-    ax.set_xlabel(r"gap $z_y - z_{c^*}$ (cosine-logit units; right of 0 = correct)")
     ax.legend(title=r"margin asked by the loss (plus $\hat\rho/s$)", loc="upper right")
     return worst
 
@@ -205,28 +204,25 @@ def plot_effective_margins(
     }
     fig, axes = plt.subplots(1, 3, figsize=(15, 5.2))
     for ax, (title, m) in zip(axes, maps.items(), strict=True):
-        sns.heatmap(
+        heatmap(
+            ax,
             m,
-            ax=ax,
             cmap="RdBu_r",
             vmin=-max_m,
             vmax=max_m,
             center=0,
             annot=C <= 12,
             fmt=".2f",
-            annot_kws={"fontsize": 6.5},
-            cbar=False,
-            square=True,
             xticklabels=_count_ticks(counts),
             yticklabels=[f"{j} ({n})" for j, n in enumerate(counts)],
         )
         ax.set_facecolor("0.85")  # the diagonal: NaN, no pair
-        ax.tick_params(axis="y", rotation=0)
-        ax.grid(False)
         ax.tick_params(labelsize=7)
-        ax.set_xlabel(r"strongest wrong class $c^*$ (count)")
-        ax.set_ylabel(r"true class $y$ (count)")
-        ax.set_title(title)
+        ax.set(
+            xlabel=r"strongest wrong class $c^*$ (count)",
+            ylabel=r"true class $y$ (count)",
+            title=title,
+        )
     fig.colorbar(
         axes[0].collections[0],
         ax=axes,

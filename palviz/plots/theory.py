@@ -13,7 +13,7 @@ import matplotlib as mpl
 import numpy as np
 
 from palviz.metrics import VANISHED_NORM
-from palviz.plots.style import class_colors
+from palviz.plots.style import class_colors, count_order
 
 __all__ = [
     "plot_cosine_heatmap",
@@ -32,13 +32,10 @@ __all__ = [
 def plot_cosine_heatmap(ax: mpl.axes.Axes, cosines: np.ndarray, *, title: str | None = None):
     """Heatmap of a (k, k) matrix of prototype cosines on a fixed [-1, 1] colour scale."""
     image = ax.imshow(np.asarray(cosines), cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set_xlabel("class j")
-    ax.set_ylabel("class i")
+    ax.set(xlabel="class j", ylabel="class i", title=title)
     for axis in (ax.xaxis, ax.yaxis):  # class numbers, never 2.5
         axis.set_major_locator(mpl.ticker.MaxNLocator(integer=True, nbins=10))
     ax.grid(False)
-    if title:
-        ax.set_title(title)
     return image
 
 
@@ -133,14 +130,10 @@ def plot_simplex_prototypes(ax: mpl.axes.Axes, W: np.ndarray) -> None:
         ax.scatter(*W[i], color=colors[i], s=40, zorder=5)
         ax.text(*(1.15 * W[i]), f"$w_{i + 1}$", ha="center", va="center")
     if d == 2:
-        ax.set_aspect("equal")
-        ax.set_xlim(-1.3, 1.3)
-        ax.set_ylim(-1.3, 1.3)
+        ax.set(aspect="equal", xlim=(-1.3, 1.3), ylim=(-1.3, 1.3))
     else:
-        ax.set_box_aspect((1, 1, 1))
-        ax.set_zlabel("$x_3$")
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
+        ax.set(box_aspect=(1, 1, 1), zlabel="$x_3$")
+    ax.set(xlabel="$x_1$", ylabel="$x_2$")
 
 
 def plot_min_angle_vs_dim(
@@ -251,22 +244,14 @@ def plot_minority_collapse(
         color="C0",
         label="anchored (PAL)",
     )
-    ax.axhline(simplex_cosine, color="k", ls="--", lw=1)
-    ax.annotate(
-        f"simplex: $-1/(K-1) = {simplex_cosine:.3f}$",
-        (1.1, simplex_cosine),
-        xytext=(0, -14),
-        textcoords="offset points",
-        fontsize=8,
+    # (cosine, colour, line style, text written below the line at R = 1.1, its drop in points)
+    levels = (
+        (simplex_cosine, "k", "--", f"simplex: $-1/(K-1) = {simplex_cosine:.3f}$", -14),
+        (1, "0.5", ":", "cosine 1: same direction", -12),
     )
-    ax.axhline(1, color="0.5", ls=":", lw=1)
-    ax.annotate(
-        "cosine 1: same direction",
-        (1.1, 1),
-        xytext=(0, -12),
-        textcoords="offset points",
-        fontsize=8,
-    )
+    for y, colour, ls, text, drop in levels:
+        ax.axhline(y, color=colour, ls=ls, lw=1)
+        ax.annotate(text, (1.1, y), xytext=(0, drop), textcoords="offset points", fontsize=8)
     ax.set_xlabel("imbalance ratio $R = n_A / n_B$ (log scale)")
     ax.set_ylabel("average pairwise cosine")
     ax.set_ylim(-0.3, 1.1)
@@ -334,15 +319,12 @@ def plot_per_class_lines(
     classes ordered by training ``counts``, most frequent first, each tick naming the class and
     its count (notebook 03's norms and confidences). ``colors`` gives one colour per line;
     ``reference`` draws a thin black horizontal line at that value (e.g. 0)."""
-    counts = np.asarray(counts)
-    order = np.argsort(-counts, kind="stable")
+    order = count_order(ax, counts)
     colors = [None] * len(values) if colors is None else list(colors)
     for (label, v), color in zip(values.items(), colors, strict=True):
         ax.plot(np.asarray(v)[order], "o-", ms=4, color=color, label=label)
     if reference is not None:
         ax.axhline(reference, color="k", lw=0.8)
-    ax.set_xticks(range(len(order)), [f"{c}\n(n={counts[c]})" for c in order], fontsize=7)
-    ax.set_xlabel("class (training count), most frequent first")
     ax.set_ylabel(ylabel)
     ax.legend()
 
@@ -447,6 +429,5 @@ def plot_noise_aware_scale(
     ax_lambda.set_yscale("log")
     ax_confidence.set_ylim(0, 1.05)
     for ax in (ax_lambda, ax_confidence):
-        ax.set_xscale("log")
-        ax.set_xlabel("scale $s$ = feature norm $B$ (log scale)")
+        ax.set(xscale="log", xlabel="scale $s$ = feature norm $B$ (log scale)")
         ax.legend(loc="lower right")
