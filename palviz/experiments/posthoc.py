@@ -163,10 +163,8 @@ def post_hoc_table_markdown(results: Sequence[RunResult], frame: pd.DataFrame) -
             else frame[(frame["dataset"] == dataset) & (frame["imbalance_ratio"] == rho)]
         )
         for label, rows in here.groupby("label", sort=False) if not here.empty else ():
-            by = {g: rows.loc[rows["group"] == g, "accuracy"] for g in rows["group"].unique()}
-            cells = [
-                _cell(by.get(g, pd.Series(dtype=float))) for g in ("all", *pmetrics.SHOT_GROUPS)
-            ]
+            groups = ("all", *pmetrics.SHOT_GROUPS)  # a group the run lacks: empty, "-"
+            cells = [_cell(rows.loc[rows["group"] == g, "accuracy"]) for g in groups]
             tau = rows["tau"].median()
             lines.append(f"| {label} | {tau:g} | " + " | ".join(cells) + " |")
         blocks.append("\n".join(lines))
