@@ -44,59 +44,21 @@ from palviz.experiments.budget import (
     training_size,
     weight_decay_integral,
 )
-from palviz.experiments.cachedir import (
-    clear_runs,
-    list_runs,
-)
-from palviz.experiments.claims import (
-    claim_runs,
-    long_tailed_claims,
-    noisy_claims,
-    write_claims,
-)
-from palviz.experiments.claims_table import (
-    claims_markdown,
-    claims_summary,
-    evaluate_claims,
-)
-from palviz.experiments.cluster import (
-    run_grouped,
-    run_many,
-)
+from palviz.experiments.cachedir import clear_runs, list_runs
+from palviz.experiments.claims import claim_runs, long_tailed_claims, noisy_claims, write_claims
+from palviz.experiments.claims_table import claims_markdown, claims_summary, evaluate_claims
+from palviz.experiments.cluster import run_grouped, run_many
 from palviz.experiments.departures import DEPARTURES
-from palviz.experiments.methods import (
-    ORIENTATIONS,
-    method_table,
-)
-from palviz.experiments.plan import (
-    experiment,
-    experiment_specs,
-    train_overrides,
-)
-from palviz.experiments.posthoc import (
-    held_out_split,
-    post_hoc_frame,
-    post_hoc_table_markdown,
-)
-from palviz.experiments.published import (
-    PUBLISHED,
-    PUBLISHED_LT_ACCURACY,
-    SOURCES,
-    Published,
-    Source,
-    published_for,
-    published_lt_accuracy,
-    published_text,
-    sources_markdown,
-)
+from palviz.experiments.methods import method_table
+from palviz.experiments.plan import experiment, experiment_specs, train_overrides
+from palviz.experiments.posthoc import held_out_split, post_hoc_frame, post_hoc_table_markdown
+from palviz.experiments.published import PUBLISHED, published_lt_accuracy, sources_markdown
 from palviz.experiments.recipes import (
     DATASET_NAMES,
     LT_METHODS,
     NOISE_METHODS,
-    expand_schedule,
     long_tailed_setup,
     lt_grid,
-    lt_label_spec,
     lt_method,
     lt_spec,
     noise_method,
@@ -111,7 +73,6 @@ from palviz.experiments.runcache import (
     CACHE_SCHEMA,
     RunResult,
     RunSpec,
-    build_loss,
     cpu_seconds,
     initial_prototypes,
     is_cached,
@@ -120,7 +81,6 @@ from palviz.experiments.runcache import (
     run,
 )
 from palviz.experiments.tables import (
-    PER_CLASS_COLUMNS,
     class_mean_features,
     feature_geometry,
     format_noisy_table,
@@ -145,19 +105,12 @@ __all__ = [
     "DEPARTURES",
     "LT_METHODS",
     "NOISE_METHODS",
-    "ORIENTATIONS",
     "PAPER_LR_WD_INTEGRAL",
     "PAPER_STEPS",
-    "PER_CLASS_COLUMNS",
     "PUBLISHED",
-    "PUBLISHED_LT_ACCURACY",
-    "Published",
     "RunResult",
     "RunSpec",
-    "SOURCES",
-    "Source",
     "budget_frame",
-    "build_loss",
     "claim_runs",
     "claims_markdown",
     "claims_summary",
@@ -165,7 +118,6 @@ __all__ = [
     "clear_runs",
     "cpu_seconds",
     "evaluate_claims",
-    "expand_schedule",
     "experiment",
     "experiment_specs",
     "feature_geometry",
@@ -179,7 +131,6 @@ __all__ = [
     "long_tailed_setup",
     "lt_caption",
     "lt_grid",
-    "lt_label_spec",
     "lt_method",
     "lt_spec",
     "lt_table",
@@ -196,11 +147,9 @@ __all__ = [
     "post_hoc_frame",
     "post_hoc_table_markdown",
     "prepare_data",
-    "published_for",
     "published_lt_accuracy",
     "published_lt_markdown",
     "published_noisy_markdown",
-    "published_text",
     "recorded_split_counts",
     "results_frame",
     "run",

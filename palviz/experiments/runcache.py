@@ -40,14 +40,7 @@ import torch
 import palviz
 from palviz import data as pdata
 from palviz import metrics as pmetrics
-from palviz.checks import (
-    ArgumentTypeError,
-    check_choice,
-    check_positive,
-    check_probability,
-    check_real,
-    invalid,
-)
+from palviz.checks import ArgumentTypeError, check_choice, check_probability, check_real, invalid
 from palviz.cpu import pin_label, pin_state
 from palviz.experiments.cachedir import (
     check_cache_writable,
@@ -65,7 +58,7 @@ from palviz.files import (
     storage_errors,
     write_json,
 )
-from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
+from palviz.heads import HEAD_KINDS, HEADS
 from palviz.losses import registry
 from palviz.models import check_arch, make_model
 from palviz.threads import single_thread
@@ -141,7 +134,11 @@ class RunSpec:
         # TrainConfig, nothing else is converted: the key is a hash of the fields as given.
         check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
         check_arch("RunSpec.arch", self.arch, reads=pdata.dataset_info(self.dataset))
-        _check_loss(self.loss, self.loss_kw)
+        check_choice("RunSpec.loss", self.loss, tuple(registry.LOSSES))
+        if not isinstance(self.loss_kw, dict):
+            rule = f"a dict of arguments of loss {self.loss!r}"
+            raise _wrong_type("RunSpec.loss_kw", self.loss_kw, rule)
+        registry.check_loss_kw(self.loss, self.loss_kw, field_name="RunSpec.loss_kw")
         _check_head(self.head, self.head_kw)
         check_choice("RunSpec.lt_shape", self.lt_shape, pdata.LONG_TAIL_SHAPES)
         if check_real("RunSpec.imbalance_ratio", self.imbalance_ratio) < 1:
@@ -149,10 +146,14 @@ class RunSpec:
         check_probability("RunSpec.noise_rate", self.noise_rate)
         check_choice("RunSpec.noise_kind", self.noise_kind, ("symmetric", "asymmetric"))
         if self.train_size is not None:
-            _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
-        _check_toy(self.toy)
-        _check_int_field("held_out", self.held_out, 0, "an integer >= 0")
-        _check_int_field("seed", self.seed, 0, "an integer >= 0")
+            _check_integer("RunSpec.train_size", self.train_size, 2, "None or an integer >= 2")
+        toy_rule = 'None or a dict {"epochs", "train", "test"} of integers >= 1'
+        if self.toy is not None and (not isinstance(self.toy, dict) or set(self.toy) != set(TOY)):
+            raise _wrong_type("RunSpec.toy", self.toy, toy_rule)
+        for value in (self.toy or {}).values():
+            _check_integer("RunSpec.toy", value, 1, toy_rule)
+        _check_integer("RunSpec.held_out", self.held_out, 0, "an integer >= 0")
+        _check_integer("RunSpec.seed", self.seed, 0, "an integer >= 0")
         if isinstance(self.train, dict):
             object.__setattr__(self, "train", _train_config(self.train))
         if not isinstance(self.train, TrainConfig):
@@ -198,7 +199,7 @@ class RunSpec:
         payload["_cpu"] = pin_label()
         if self.noise_rate > 0:
             payload["_noise_revision"] = pdata.NOISE_REVISION
-        return setting_key(payload, default=_jsonable)
+        return setting_key(payload)
 
     def replace(self, **changes: Any) -> RunSpec:
         """A copy with some fields changed (``train=dict(...)`` updates the TrainConfig)."""
@@ -211,22 +212,12 @@ def _wrong_type(name: str, value: Any, rule: str) -> ArgumentTypeError:
     return ArgumentTypeError(str(invalid(name, value, rule)))
 
 
-def _check_int_field(field_name: str, value: Any, minimum: int, rule: str) -> None:
-    """``RunSpec.<field_name>`` is an int (not a bool) >= ``minimum``."""
-    name = f"RunSpec.{field_name}"
+def _check_integer(name: str, value: Any, minimum: int, rule: str) -> None:
+    """``value`` is an int (not a bool) >= ``minimum``, else an error naming ``rule``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _wrong_type(name, value, rule)
     if value < minimum:
         raise invalid(name, value, rule)
-
-
-def _check_toy(toy: Any) -> None:
-    """``RunSpec.toy`` is ``None`` or ``{"epochs", "train", "test"}`` of integers >= 1."""
-    rule = 'None or a dict {"epochs", "train", "test"} of integers >= 1'
-    if toy is not None and (not isinstance(toy, dict) or set(toy) != set(TOY)):
-        raise _wrong_type("RunSpec.toy", toy, rule)
-    for value in (toy or {}).values():
-        _check_int_field("toy", value, 1, rule)
 
 
 def _train_config(d: dict) -> TrainConfig:
@@ -239,58 +230,19 @@ def _train_config(d: dict) -> TrainConfig:
         raise ValueError(f"RunSpec.train: {err}") from None
 
 
-def _check_loss(loss: Any, loss_kw: Any) -> None:
-    """``RunSpec.loss`` is registered and ``RunSpec.loss_kw`` holds arguments it takes."""
-    check_choice("RunSpec.loss", loss, tuple(registry.LOSSES))
-    if not isinstance(loss_kw, dict):
-        raise _wrong_type("RunSpec.loss_kw", loss_kw, f"a dict of arguments of loss {loss!r}")
-    registry.check_loss_kw(loss, loss_kw, field_name="RunSpec.loss_kw")
-
-
-def _head_arguments(head: str) -> tuple[str, ...]:
-    """The arguments ``RunSpec.head_kw`` may pass to head ``head``: its constructor's, but
-    ``in_features`` and ``num_classes`` (the model supplies them)."""
-    params = inspect.signature(HEADS[head]).parameters
-    return tuple(
-        name
-        for name, p in params.items()
-        if name not in ("in_features", "num_classes")
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    )
-
-
 def _check_head(head: Any, head_kw: Any) -> None:
-    """``RunSpec.head`` is a head palviz knows, ``RunSpec.head_kw`` holds arguments it takes
-    (an anchored head's ``orientation`` one of :data:`palviz.heads.PROTOTYPE_ORIENTATIONS`, a
-    ``scale`` > 0)."""
+    """``RunSpec.head`` is a head palviz knows, ``RunSpec.head_kw`` holds arguments its
+    constructor takes (but ``in_features`` and ``num_classes``, which the model supplies)."""
     check_choice("RunSpec.head", head, HEAD_KINDS)
-    allowed = _head_arguments(head)
+    params = inspect.signature(HEADS[head]).parameters
+    allowed = tuple(name for name in params if name not in ("in_features", "num_classes"))
+    rule = f"a dict of arguments of the {head!r} head"
     if not isinstance(head_kw, dict):
-        raise _wrong_type(
-            "RunSpec.head_kw", head_kw, f"a dict of arguments of the {head!r} head {allowed}"
-        )
+        raise _wrong_type("RunSpec.head_kw", head_kw, f"{rule} {allowed}")
     for key in head_kw:
         if key not in allowed:
-            raise invalid(
-                "RunSpec.head_kw",
-                head_kw,
-                f"a dict of arguments of the {head!r} head, keys from {list(allowed)} "
-                f"({key!r} is not one of them)",
-            )
-    if "orientation" in head_kw:
-        check_choice(
-            "RunSpec.head_kw['orientation']", head_kw["orientation"], PROTOTYPE_ORIENTATIONS
-        )
-    if "scale" in head_kw:
-        check_positive("RunSpec.head_kw['scale']", head_kw["scale"])
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    raise TypeError(f"cannot put {type(value).__name__} into a run spec")
+            why = f"keys from {list(allowed)} ({key!r} is not one of them)"
+            raise invalid("RunSpec.head_kw", head_kw, f"{rule}, {why}")
 
 
 @dataclass
@@ -358,31 +310,26 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     info = pdata.dataset_info(spec.dataset)
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
-    index = np.arange(len(y))  # the samples of the training split the run trains on
-    if spec.train_size is not None:
-        keep = pdata.stratified_subset(y.numpy(), spec.train_size, spec.seed)
-        x, y, index = x[keep], y[keep], index[keep]
+    labels = np.asarray(y)
+    # the samples of the training split the run trains on, cut step by step
+    index = pdata.stratified_subset(labels, spec.train_size, spec.seed)
     aside = pdata.held_out_indices(
-        np.asarray(y), spec.held_out, info.num_classes, spec.seed, "RunSpec.held_out"
+        labels[index], spec.held_out, info.num_classes, spec.seed, "RunSpec.held_out"
     )
-    held_out = (x[aside], y[aside])
-    rest = np.setdiff1d(np.arange(len(y)), aside)
-    x, y, index = x[rest], y[rest], index[rest]
+    held_out = (x[index[aside]], y[index[aside]])
+    index = np.delete(index, aside)
     if spec.imbalance_ratio > 1:
-        keep, _, _ = pdata.make_long_tailed(
-            np.arange(len(y)), y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
+        index, _, _ = pdata.make_long_tailed(
+            index, labels[index], spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
         )
-        x, y, index = x[keep], y[keep], index[keep]
-    split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
+    split_counts = np.bincount(labels[index], minlength=info.num_classes).tolist()
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
     if spec.toy is not None:
-        keep = pdata.covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
-        x, y, index = x[keep], y[keep], index[keep]
+        index = index[pdata.covering_subset(labels[index], spec.toy["train"], spec.seed)]
         test_keep = pdata.covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
         x_test, y_test = x_test[test_keep], y_test[test_keep]
-    clean = np.asarray(y).copy()
-    counts = np.bincount(clean, minlength=info.num_classes).tolist()
+    x, y, clean = x[index], y[index], labels[index]
     if spec.noise_rate > 0:
         noisy = pdata.add_label_noise(
             clean,
@@ -399,33 +346,25 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         "test": (x_test, y_test),
         "train_index": index,
         "held_out": held_out,
-        "train_counts": counts,
+        "train_counts": np.bincount(clean, minlength=info.num_classes).tolist(),
         "split_train_counts": split_counts,
         "clean_labels": clean,
         "noisy_labels": np.asarray(y),
     }
 
 
-def build_loss(spec: RunSpec, train_counts: Sequence[int], num_classes: int):
-    """The loss a spec names, given the training class counts: the registry hands the loss
-    the facts of the run it declares it needs (:mod:`palviz.losses.registry`)."""
-    return registry.build_loss(
-        spec.loss, spec.loss_kw, class_counts=train_counts, num_classes=num_classes
-    )
-
-
 def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
     """The finished, sound entry of ``spec`` (in ``folder``, by default ``runs/<key>``), or
-    ``None`` (missing, or broken: then moved aside with a warning)."""
+    ``None`` (missing, moved aside meanwhile by another process, or broken: then moved aside
+    with a warning)."""
     folder = runs_dir() / spec.key() if folder is None else folder
-    done = folder / "metrics.json"
-    if not done.exists():
-        return None
-    problem = entry_problem(folder)
-    if problem is not None:
-        quarantine(folder, problem, spec.label)
-        return None
-    return RunResult(spec, json.loads(done.read_text()), folder)
+    with contextlib.suppress(FileNotFoundError):  # moved aside by another process meanwhile
+        if (folder / "metrics.json").exists():
+            problem = entry_problem(folder)
+            if problem is None:
+                return RunResult(spec, json.loads((folder / "metrics.json").read_text()), folder)
+            quarantine(folder, problem, spec.label)
+    return None
 
 
 def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
@@ -439,26 +378,19 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     """
     from palviz.experiments.locks import RunLock
 
-    root = runs_dir()
-    folder = root / spec.key()
-    if not retrain:
-        with contextlib.suppress(FileNotFoundError):  # moved aside by another worker meanwhile
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
+    folder = runs_dir() / spec.key()
+    cached = None if retrain else read_cached(spec, folder)
+    if cached is not None:
+        return cached
     check_cache_writable([spec])
-    lock = RunLock(root, spec.key())
+    lock = RunLock(folder.parent, spec.key())
+    # another worker holding the lock may finish the run meanwhile: then read its result
     while not lock.acquire(done=lambda: not retrain and (folder / "metrics.json").exists()):
-        with contextlib.suppress(FileNotFoundError):
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
+        if (cached := read_cached(spec, folder)) is not None:
+            return cached
     try:
-        if not retrain:
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
-        return _train(spec, folder, retrain=retrain)
+        cached = None if retrain else read_cached(spec, folder)
+        return cached if cached is not None else _train(spec, folder, retrain=retrain)
     finally:
         lock.release()
 
@@ -470,20 +402,21 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
         problem = checkpoint_problem(checkpoint, thorough=True)
         if problem is not None:
             quarantine(folder, problem, spec.label)
-    # The data first: a run that cannot read it (e.g. a dataset not downloaded) leaves no entry.
+    # The data, the model and the loss first: a run that cannot read its data (e.g. a dataset
+    # not downloaded) or build its head or loss (their constructors check the values of
+    # ``head_kw`` and ``loss_kw``) leaves no entry.
     prepared = prepare_data(spec)
+    model = _initial_model(spec)
+    k, counts = prepared["info"].num_classes, prepared["train_counts"]
+    loss_fn = registry.build_loss(spec.loss, spec.loss_kw, class_counts=counts, num_classes=k)
     with storage_errors(folder):
         folder.mkdir(parents=True, exist_ok=True)
     for leftover in folder.glob(".*.tmp"):  # half-written files of a killed run
         with contextlib.suppress(OSError):
             leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
-    info = prepared["info"]
     epochs = spec.train.epochs if spec.toy is None else spec.toy["epochs"]  # a toy run stops early
     config = dataclasses.replace(spec.train, epochs=epochs)
-    torch.manual_seed(spec.seed)
-    model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
-    loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
     cpu = resolve_device(config.device).type == "cpu"
     # One thread on a CPU: the CPU-sized nets gain nothing from more, run_many trains two runs
@@ -495,35 +428,31 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             prepared["train"],
             prepared["test"],
             config,
-            cls_num_list=prepared["train_counts"],
+            cls_num_list=counts,
             checkpoint_path=checkpoint,
             resume=checkpoint.exists() and not retrain,
             name=f"{spec.key()} ({spec.label})" if spec.label else spec.key(),
         )
-        x_test, y_test = prepared["test"]
-        ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
-    seconds = time.perf_counter() - start
-    metrics = _summarise(spec, record, ev, model, prepared, seconds)
-    if spec.toy is not None:
-        metrics["toy"] = spec.toy
-    prototypes = model.head.prototypes.detach().cpu().numpy()
+        ev = evaluate(model, *prepared["test"], mean=config.mean, std=config.std)
+    prototypes = model.head.prototypes.detach().cpu()
+    metrics = _summarise(spec, record, ev, prototypes, prepared, time.perf_counter() - start)
     save_npz(
         folder / "features.npz",
         features=np.asarray(ev["features"], dtype=np.float32),
         logits=np.asarray(ev["logits"], dtype=np.float32),
         targets=np.asarray(ev["targets"]),
-        prototypes=prototypes.astype(np.float32),
+        prototypes=prototypes.numpy().astype(np.float32),
     )
     write_json(folder / "metrics.json", metrics)
     return RunResult(spec, metrics, folder)
 
 
-def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
+def _summarise(spec, record, ev, prototypes, prepared, seconds) -> dict:
+    """The ``metrics.json`` of a run: what a table or figure needs of it."""
     k = prepared["info"].num_classes
     counts = prepared["train_counts"]
     logits, targets, feats = ev["logits"], ev["targets"], ev["features"]
     per_class = pmetrics.per_class_accuracy(logits, targets, k)
-    prototypes = model.head.prototypes.detach().cpu()
     out = {
         "label": spec.label,
         "key": spec.key(),
@@ -550,6 +479,8 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         clean, noisy = prepared["clean_labels"], prepared["noisy_labels"]
         out["transition_matrix"] = pmetrics.transition_matrix(clean, noisy, k).tolist()
         out["realised_noise_rate"] = float(pmetrics.realised_noise_rate(clean, noisy))
+    if spec.toy is not None:
+        out["toy"] = spec.toy
     return out
 
 
@@ -572,15 +503,19 @@ def is_cached(spec: RunSpec) -> bool:
     return (folder / "metrics.json").exists() and entry_problem(folder) is None
 
 
+def _initial_model(spec: RunSpec) -> torch.nn.Module:
+    """The model ``spec`` trains, as initialised (torch seeded with ``spec.seed``)."""
+    info = pdata.dataset_info(spec.dataset)
+    torch.manual_seed(spec.seed)
+    return make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
+
+
 def initial_prototypes(spec: RunSpec) -> np.ndarray:
     """The head's class vectors ``[num_classes, feat_dim]`` at initialisation, exactly as
     :func:`run` builds the model (seeded with ``spec.seed``), without training; the global
     torch random state is left as it was. Epoch 0 of a prototype-angle curve."""
-    info = pdata.dataset_info(spec.dataset)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(spec.seed)
-        model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
-    return model.head.prototypes.detach().cpu().numpy()
+        return _initial_model(spec).head.prototypes.detach().cpu().numpy()
 
 
 def cpu_seconds() -> float:
