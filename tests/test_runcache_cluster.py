@@ -19,7 +19,7 @@ from palviz import cli
 from palviz import experiments as ex
 from palviz.experiments import cluster, locks, workers
 from palviz.experiments.cachedir import check_runs
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -342,7 +342,7 @@ def test_resnet32_memory_estimate_is_reported():
 def test_a_pool_takes_the_runs_with_most_steps_first():
     from palviz.experiments.budget import steps_per_run
     from palviz.experiments.cluster import longest_first
-    from palviz.experiments.runcache import RunSpec
+    from palviz.experiments.runspec import RunSpec
 
     def spec(epochs, ratio):
         train = {"epochs": epochs, "progress": False}

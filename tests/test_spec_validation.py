@@ -11,7 +11,7 @@ from palviz import cli
 from palviz import experiments as ex
 from palviz.cli import sweep as cli_sweep
 from palviz.experiments import runcache
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 from palviz.losses import registry
 from palviz.train import TrainConfig
 

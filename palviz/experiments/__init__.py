@@ -5,8 +5,9 @@ subject modules it teaches, after checking its parameters with
 :func:`palviz.parameters.check_parameters` (outside this package, which imports torch, so
 that a bad parameter stops a notebook before torch loads). Its modules:
 
-- :mod:`~palviz.experiments.runcache` a run as plain data (:class:`RunSpec`, checked when
-  made), the run cache, :func:`run` (train one spec in this process, or read it);
+- :mod:`~palviz.experiments.runspec` a run as plain data (:class:`RunSpec`, checked when
+  made); :mod:`~palviz.experiments.runcache` the run cache, :func:`run` (train one spec in
+  this process, or read it);
   :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
@@ -70,9 +71,7 @@ from palviz.experiments.recipes import (
     select_noise_rates,
 )
 from palviz.experiments.runcache import (
-    CACHE_SCHEMA,
     RunResult,
-    RunSpec,
     cpu_seconds,
     initial_prototypes,
     is_cached,
@@ -80,6 +79,7 @@ from palviz.experiments.runcache import (
     recorded_split_counts,
     run,
 )
+from palviz.experiments.runspec import CACHE_SCHEMA, RunSpec
 from palviz.experiments.tables import (
     class_mean_features,
     feature_geometry,
