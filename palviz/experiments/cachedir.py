@@ -212,8 +212,7 @@ def check_runs(*, fix: bool = False, keys: Sequence[str] | None = None) -> list[
         status = "broken" if problem else ("ok" if finished else "unfinished")
         row = {"key": folder.name, "label": label, "status": status, "problem": problem}
         if problem and fix:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):
                 row["moved_to"] = str(quarantine(folder, problem, label))
         if status == "unfinished":
             row["resumable"] = (folder / "checkpoint.pt").exists()
