@@ -89,7 +89,7 @@ def benchmark_cases(profile: str = "paper") -> dict[str, dict]:
 
 
 def planned_train_size(spec: Any) -> int:
-    """The training samples of a run (a :class:`~palviz.experiments.runcache.RunSpec`), without
+    """The training samples of a run (a :class:`~palviz.experiments.runspec.RunSpec`), without
     its data for MNIST and CIFAR (:data:`SPLIT_CLASS_COUNTS`; a long-tailed run keeps
     :func:`palviz.data.long_tail_counts` of the smallest class, as
     :func:`palviz.data.make_long_tailed` does); a run on a ``train_size`` subset, or on an

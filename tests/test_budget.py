@@ -15,7 +15,8 @@ import torch  # noqa: E402
 from palviz.data import BatchIterator  # noqa: E402
 from palviz.experiments import budget, tables  # noqa: E402
 from palviz.experiments.recipes import noisy_spec  # noqa: E402
-from palviz.experiments.runcache import RunResult, RunSpec, prepare_data  # noqa: E402
+from palviz.experiments.runcache import RunResult, prepare_data  # noqa: E402
+from palviz.experiments.runspec import RunSpec  # noqa: E402
 from palviz.plots import plot_budget  # noqa: E402
 from palviz.train import TrainConfig, learning_rate  # noqa: E402
 

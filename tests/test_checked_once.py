@@ -17,7 +17,7 @@ from palviz.checks import check_choice
 from palviz.cli import sweep
 from palviz.experiments import methods, recipes, runcache
 from palviz.experiments.plan import experiment
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 from palviz.losses import LOSSES
 from palviz.parameters import TABLES, check_parameters
 

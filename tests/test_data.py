@@ -204,7 +204,7 @@ def test_flip_count_rejects_bad_arguments_by_name(args, argument):
 
 
 def test_only_a_noisy_runs_cache_key_holds_the_noise_revision(monkeypatch):
-    from palviz.experiments.runcache import RunSpec
+    from palviz.experiments.runspec import RunSpec
 
     noisy = RunSpec(dataset="mnist1d", arch="cnn1d", loss="ce", noise_rate=0.4)
     clean = noisy.replace(noise_rate=0.0)

@@ -19,7 +19,8 @@ from palviz import cli
 from palviz import data as pdata
 from palviz.data import registry
 from palviz.experiments import plan, recipes
-from palviz.experiments.runcache import RunSpec, run
+from palviz.experiments.runcache import run
+from palviz.experiments.runspec import RunSpec
 from palviz.models import make_model
 
 #: A module a user would write: one call declares a dataset of 40-d vectors (4 Gaussian
@@ -262,7 +263,8 @@ SHIFTING_MODULE = USER_MODULE.replace(
 TRAIN_ONE = """
 import json, sys
 import palviz
-from palviz.experiments.runcache import RunSpec, is_cached, run
+from palviz.experiments.runcache import is_cached, run
+from palviz.experiments.runspec import RunSpec
 spec = RunSpec(dataset="blobs", arch="cnn1d", loss="ce", train={"epochs": 1, "progress": False})
 cached = is_cached(spec)
 result = run(spec)

@@ -9,7 +9,7 @@ import pytest
 
 from palviz import data as pdata
 from palviz import experiments as ex
-from palviz.experiments import runcache
+from palviz.experiments import runcache, runspec
 from palviz.theory import noise_aware_scale
 
 
@@ -35,7 +35,7 @@ def test_cache_key_depends_on_the_configuration_but_not_on_the_label():
 def test_cache_key_changes_with_the_schema(monkeypatch):
     spec = tiny_spec()
     before = spec.key()
-    monkeypatch.setattr(runcache, "CACHE_SCHEMA", ex.CACHE_SCHEMA + 1)
+    monkeypatch.setattr(runspec, "CACHE_SCHEMA", ex.CACHE_SCHEMA + 1)
     assert spec.key() != before
 
 

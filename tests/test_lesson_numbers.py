@@ -34,7 +34,7 @@ What is read, and how:
   classes", "k = 3", "1/2"), the angles of geometry (90, 180, 360 degrees), the constants
   of the two papers and of the methods they compare, listed below with their source, the
   numbers declared in the profiles (:data:`palviz.experiments.profiles.LONG_TAILED_PROFILES`
-  and ``NOISY_PROFILES``, :data:`palviz.experiments.runcache.TOY`), the published budgets
+  and ``NOISY_PROFILES``, :data:`palviz.experiments.runspec.TOY`), the published budgets
   (:data:`palviz.experiments.budget.PAPER_BUDGETS`, ``PAPER_STEPS``,
   ``PAPER_LR_WD_INTEGRAL``), the published accuracies the tables stand beside
   (:data:`palviz.experiments.published.PUBLISHED_LT_ACCURACY`), every dataset's declared
@@ -57,7 +57,7 @@ from pathlib import Path
 import pytest
 
 from palviz import data as pdata
-from palviz.experiments import budget, profiles, published, runcache
+from palviz.experiments import budget, profiles, published, runspec
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -159,7 +159,7 @@ def allowed_values() -> list[float]:
 
     values.update(walk(profiles.LONG_TAILED_PROFILES))
     values.update(walk(profiles.NOISY_PROFILES))
-    values.update(walk(runcache.TOY))
+    values.update(walk(runspec.TOY))
     values.update(walk(published.PUBLISHED_LT_ACCURACY))
     for b in budget.PAPER_BUDGETS.values():
         values.update((b.epochs, b.train_size, b.batch_size, b.steps, b.steps_per_epoch))

@@ -18,7 +18,8 @@ from palviz.cli import figures as cli_figures
 from palviz.cli import sweep as cli_sweep
 from palviz.experiments import pack
 from palviz.experiments.cachedir import check_runs, entry_problem
-from palviz.experiments.runcache import CACHE_SCHEMA, RunSpec, read_cached, run
+from palviz.experiments.runcache import read_cached, run
+from palviz.experiments.runspec import CACHE_SCHEMA, RunSpec
 from palviz.files import save_npz
 
 ROOT = Path(__file__).resolve().parents[1]

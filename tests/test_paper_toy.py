@@ -17,7 +17,7 @@ from test_paper_profile import write_cifar10
 from palviz import cli
 from palviz import experiments as ex
 from palviz.data import long_tail_counts
-from palviz.experiments.runcache import TOY
+from palviz.experiments.runspec import TOY
 
 
 def write_cifar100(root, per_class_train=120, per_class_test=2, seed=0):

@@ -28,8 +28,8 @@ from palviz import data as pdata
 from palviz.cpu import pin_label
 from palviz.data import BatchIterator, rotate_images
 from palviz.data.batches import _epoch_generator
-from palviz.experiments import departures, recipes, runcache
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments import departures, recipes, runspec
+from palviz.experiments.runspec import RunSpec
 from palviz.heads import CosineHead
 from palviz.losses import CrossEntropyLoss
 from palviz.models import ARCHS, HEAD_INITS, make_model, resnet32
@@ -145,7 +145,7 @@ def test_the_key_hashes_the_spec_as_it_is():
     payload = s.to_dict()
     payload.pop("label")
     payload["train"].pop("progress")
-    payload.update(_version=palviz.__version__, _schema=runcache.CACHE_SCHEMA)
+    payload.update(_version=palviz.__version__, _schema=runspec.CACHE_SCHEMA)
     payload.update(_data=f"version {pdata.dataset_info('mnist').version}", _cpu=pin_label())
     text = json.dumps(payload, sort_keys=True)
     assert s.key() == hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -19,7 +19,7 @@ from palviz import cli
 from palviz import experiments as ex
 from palviz.experiments import cluster, locks, workers
 from palviz.experiments.cachedir import check_runs
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -333,7 +333,7 @@ def test_a_script_without_main_guard_gets_a_clear_error(runs, tmp_path):
 def test_a_pool_takes_the_runs_with_most_steps_first():
     from palviz.experiments.budget import steps_per_run
     from palviz.experiments.cluster import longest_first
-    from palviz.experiments.runcache import RunSpec
+    from palviz.experiments.runspec import RunSpec
 
     def spec(epochs, ratio):
         train = {"epochs": epochs, "progress": False}

@@ -134,12 +134,12 @@ def read_specs(path: str | os.PathLike) -> list:
 
     Every line is read and checked before this returns: a line that is not JSON (the column
     where it stops being JSON), not an object, or whose spec is not a valid
-    :class:`~palviz.experiments.runcache.RunSpec` (the field and its rule) raises ``ValueError``
+    :class:`~palviz.experiments.runspec.RunSpec` (the field and its rule) raises ``ValueError``
     naming
     the file, the line number and what was expected."""
     import json
 
-    from palviz.experiments.runcache import RunSpec
+    from palviz.experiments.runspec import RunSpec
 
     expected = 'a JSON object of RunSpec fields, or one with them under "spec"'
     try:

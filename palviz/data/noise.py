@@ -18,7 +18,7 @@ from palviz.data.registry import DATASETS, check_dataset, dataset_info
 __all__ = ["ASYMMETRIC_MAPS", "NOISE_REVISION", "add_label_noise", "asymmetric_map", "flip_count"]
 
 #: The revision of the labels :func:`add_label_noise` draws, part of a noisy run's cache key
-#: (:meth:`palviz.experiments.runcache.RunSpec.key`): bump it whenever the same arguments could
+#: (:meth:`palviz.experiments.runspec.RunSpec.key`): bump it whenever the same arguments could
 #: give other labels. 1: ``int(rate * n)`` flips per class; 2: :func:`flip_count`, the nearest
 #: integer.
 NOISE_REVISION = 2

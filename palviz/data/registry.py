@@ -211,7 +211,7 @@ def register_dataset(
     replace: bool = False,
 ) -> DatasetInfo:
     """Declare a dataset: after this, :func:`palviz.data.load_dataset` loads it, a
-    :class:`~palviz.experiments.runcache.RunSpec` may name it and the notebooks train it.
+    :class:`~palviz.experiments.runspec.RunSpec` may name it and the notebooks train it.
 
     Args:
         name: lower-case letters, digits, ``_`` and ``-`` (it enters cache keys and file

@@ -5,8 +5,9 @@ subject modules it teaches, after checking its parameters with
 :func:`palviz.parameters.check_parameters` (outside this package, which imports torch, so
 that a bad parameter stops a notebook before torch loads). Its modules:
 
-- :mod:`~palviz.experiments.runcache` a run as plain data (:class:`RunSpec`, checked when
-  made), the run cache, :func:`run` (train one spec in this process, or read it);
+- :mod:`~palviz.experiments.runspec` a run as plain data (:class:`RunSpec`, checked when
+  made); :mod:`~palviz.experiments.runcache` the run cache, :func:`run` (train one spec in
+  this process, or read it);
   :mod:`~palviz.experiments.cachedir` its folders' upkeep (broken entries, list, clear, check)
 - :mod:`~palviz.experiments.locks` a lock per run key, shared by every worker of one ``runs/``
 - :mod:`~palviz.experiments.cluster` :func:`run_many` / :func:`run_grouped`: many runs through
@@ -45,64 +46,22 @@ from palviz.experiments.budget import (
     training_size,
     weight_decay_integral,
 )
-from palviz.experiments.cachedir import (
-    clear_runs,
-    list_runs,
-)
-from palviz.experiments.claims import (
-    claim_runs,
-    long_tailed_claims,
-    noisy_claims,
-    write_claims,
-)
-from palviz.experiments.claims_table import (
-    claims_markdown,
-    claims_summary,
-    evaluate_claims,
-)
-from palviz.experiments.cluster import (
-    run_grouped,
-    run_many,
-)
+from palviz.experiments.cachedir import clear_runs, list_runs
+from palviz.experiments.claims import claim_runs, long_tailed_claims, noisy_claims, write_claims
+from palviz.experiments.claims_table import claims_markdown, claims_summary, evaluate_claims
+from palviz.experiments.cluster import run_grouped, run_many
 from palviz.experiments.departures import DEPARTURES
-from palviz.experiments.inspection import (
-    feature_geometry,
-    history_series,
-    transition_rule_error,
-)
-from palviz.experiments.methods import (
-    ORIENTATIONS,
-    method_table,
-)
-from palviz.experiments.plan import (
-    experiment,
-    experiment_specs,
-    train_overrides,
-)
-from palviz.experiments.posthoc import (
-    held_out_split,
-    post_hoc_frame,
-    post_hoc_table_markdown,
-)
-from palviz.experiments.published import (
-    PUBLISHED,
-    PUBLISHED_LT_ACCURACY,
-    SOURCES,
-    Published,
-    Source,
-    published_for,
-    published_lt_accuracy,
-    published_text,
-    sources_markdown,
-)
+from palviz.experiments.inspection import feature_geometry, history_series, transition_rule_error
+from palviz.experiments.methods import method_table
+from palviz.experiments.plan import experiment, experiment_specs, train_overrides
+from palviz.experiments.posthoc import held_out_split, post_hoc_frame, post_hoc_table_markdown
+from palviz.experiments.published import PUBLISHED, published_lt_accuracy, sources_markdown
 from palviz.experiments.recipes import (
     DATASET_NAMES,
     LT_METHODS,
     NOISE_METHODS,
-    expand_schedule,
     long_tailed_setup,
     lt_grid,
-    lt_label_spec,
     lt_method,
     lt_spec,
     noise_method,
@@ -114,10 +73,7 @@ from palviz.experiments.recipes import (
     select_noise_rates,
 )
 from palviz.experiments.runcache import (
-    CACHE_SCHEMA,
     RunResult,
-    RunSpec,
-    build_loss,
     cpu_seconds,
     initial_prototypes,
     is_cached,
@@ -125,8 +81,8 @@ from palviz.experiments.runcache import (
     recorded_split_counts,
     run,
 )
+from palviz.experiments.runspec import CACHE_SCHEMA, RunSpec
 from palviz.experiments.tables import (
-    PER_CLASS_COLUMNS,
     format_noisy_table,
     lt_caption,
     lt_table,
@@ -147,26 +103,18 @@ __all__ = [
     "DEPARTURES",
     "LT_METHODS",
     "NOISE_METHODS",
-    "ORIENTATIONS",
     "PAPER_LR_WD_INTEGRAL",
     "PAPER_STEPS",
-    "PER_CLASS_COLUMNS",
     "PUBLISHED",
-    "PUBLISHED_LT_ACCURACY",
-    "Published",
     "RunResult",
     "RunSpec",
-    "SOURCES",
-    "Source",
     "budget_frame",
-    "build_loss",
     "claim_runs",
     "claims_markdown",
     "claims_summary",
     "clear_runs",
     "cpu_seconds",
     "evaluate_claims",
-    "expand_schedule",
     "experiment",
     "experiment_specs",
     "feature_geometry",
@@ -180,7 +128,6 @@ __all__ = [
     "long_tailed_setup",
     "lt_caption",
     "lt_grid",
-    "lt_label_spec",
     "lt_method",
     "lt_spec",
     "lt_table",
@@ -197,11 +144,9 @@ __all__ = [
     "post_hoc_frame",
     "post_hoc_table_markdown",
     "prepare_data",
-    "published_for",
     "published_lt_accuracy",
     "published_lt_markdown",
     "published_noisy_markdown",
-    "published_text",
     "recorded_split_counts",
     "results_frame",
     "run",

@@ -30,7 +30,8 @@ import pandas as pd
 
 from palviz import data as pdata
 from palviz.checks import check_bool, check_int, check_non_negative, invalid
-from palviz.experiments.runcache import RunResult, RunSpec
+from palviz.experiments.runcache import RunResult
+from palviz.experiments.runspec import RunSpec
 
 
 def steps_per_epoch(train_size: int, batch_size: int, drop_last: bool = False) -> int:

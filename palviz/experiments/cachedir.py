@@ -7,7 +7,6 @@ take new ones (:func:`check_cache_writable`). Nothing here trains.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -90,8 +89,13 @@ def checkpoint_problem(path: Path, *, thorough: bool) -> str | None:
     return None
 
 
-def _utc_stamp() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+def _read_json(path: Path) -> dict:
+    """The JSON object in ``path``; ``{}`` when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def quarantine(folder: Path, problem: str, label: str = "") -> Path:
@@ -101,11 +105,11 @@ def quarantine(folder: Path, problem: str, label: str = "") -> Path:
     try:
         with storage_errors(broken):
             broken.mkdir(parents=True, exist_ok=True)
-            target = broken / f"{folder.name}-{_utc_stamp()}"
-            n = 1
+            stamp = f"{folder.name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+            target, n = broken / stamp, 1
             while target.exists():
                 n += 1
-                target = broken / f"{folder.name}-{_utc_stamp()}-{n}"
+                target = broken / f"{stamp}-{n}"
             os.replace(folder, target)
     except ReadOnlyError as err:
         raise ReadOnlyError(
@@ -116,9 +120,7 @@ def quarantine(folder: Path, problem: str, label: str = "") -> Path:
             "--check --fix, then train), or set PALVIZ_RUNS to a writable copy of it",
             str(folder),
         ) from None
-    if not label:
-        with contextlib.suppress(Exception):
-            label = json.loads((target / "spec.json").read_text()).get("label", "")
+    label = label or _read_json(target / "spec.json").get("label", "")
     warnings.warn(
         f"run cache: entry {folder.name} ({label or 'no label'}) is broken: {problem}; "
         f"moved to {target}; it will be trained again",
@@ -149,24 +151,25 @@ def check_cache_writable(specs: Sequence[Any]) -> None:
         ) from None
 
 
+def _entries(keys: Sequence[str] | None = None) -> list[Path]:
+    """The run folders of the run cache (not ``.locks``, ``.broken`` or other dot folders),
+    those of ``keys`` only when given."""
+    root = runs_dir()
+    if not root.exists():
+        return []
+    return sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and (keys is None or p.name in keys)
+    )
+
+
 def list_runs() -> list[dict]:
     """Every cached run: key, label, dataset, loss, head, finished or not, size on disk."""
-    root = runs_dir()
-    out = []
-    if not root.exists():
-        return out
-    for folder in _entries(root):
-        spec_file = folder / "spec.json"
-        try:
-            spec = json.loads(spec_file.read_text()) if spec_file.exists() else {}
-        except ValueError:
-            spec = {}
-        done = folder / "metrics.json"
-        try:
-            acc = json.loads(done.read_text()).get("last_acc") if done.exists() else None
-        except (ValueError, AttributeError):
-            acc = None
-        out.append(
+    rows = []
+    for folder in _entries():
+        spec = _read_json(folder / "spec.json")
+        rows.append(
             {
                 "key": folder.name,
                 "label": spec.get("label", ""),
@@ -174,30 +177,20 @@ def list_runs() -> list[dict]:
                 "loss": spec.get("loss", "?"),
                 "head": spec.get("head", "?"),
                 "epochs": spec.get("train", {}).get("epochs"),
-                "finished": done.exists(),
-                "last_acc": acc,
+                "finished": (folder / "metrics.json").exists(),
+                "last_acc": _read_json(folder / "metrics.json").get("last_acc"),
                 "bytes": sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()),
             }
         )
-    return out
+    return rows
 
 
 def clear_runs(keys: Sequence[str] | None = None) -> int:
     """Delete the cached runs with these keys (all when ``None``); returns how many."""
-    root = runs_dir()
-    if not root.exists():
-        return 0
-    targets = [p for p in _entries(root) if keys is None or p.name in keys]
+    targets = _entries(keys)
     for folder in targets:
         shutil.rmtree(folder)
     return len(targets)
-
-
-def _entries(root: Path) -> list[Path]:
-    """The run folders under ``root`` (not ``.locks``, ``.broken`` or other dot folders)."""
-    if not root.exists():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def check_runs(*, fix: bool = False, keys: Sequence[str] | None = None) -> list[dict]:
@@ -211,26 +204,20 @@ def check_runs(*, fix: bool = False, keys: Sequence[str] | None = None) -> list[
     training (their lock is free); such a row gets ``removed=True``."""
     from palviz.experiments.locks import RunLock
 
-    root = runs_dir()
     rows = []
-    for folder in _entries(root):
-        if keys is not None and folder.name not in keys:
-            continue
-        label = ""
-        with contextlib.suppress(Exception):
-            label = json.loads((folder / "spec.json").read_text()).get("label", "")
+    for folder in _entries(keys):
+        label = _read_json(folder / "spec.json").get("label", "")
         problem = entry_problem(folder, thorough=True)
         finished = (folder / "metrics.json").exists()
         status = "broken" if problem else ("ok" if finished else "unfinished")
         row = {"key": folder.name, "label": label, "status": status, "problem": problem}
         if problem and fix:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings.catch_warnings(action="ignore"):
                 row["moved_to"] = str(quarantine(folder, problem, label))
         if status == "unfinished":
             row["resumable"] = (folder / "checkpoint.pt").exists()
             if fix and not row["resumable"]:
-                lock = RunLock(root, folder.name, poll=0)
+                lock = RunLock(folder.parent, folder.name, poll=0)
                 if lock.acquire(done=lambda: True):  # False at once while a process trains it
                     try:
                         if not (folder / "checkpoint.pt").exists():

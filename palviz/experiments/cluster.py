@@ -40,7 +40,8 @@ from typing import Any
 import torch
 
 from palviz.experiments.cachedir import check_cache_writable
-from palviz.experiments.runcache import RunResult, RunSpec, is_cached, read_cached, run
+from palviz.experiments.runcache import RunResult, is_cached, read_cached, run
+from palviz.experiments.runspec import RunSpec
 from palviz.experiments.workers import init_worker, starting_workers
 from palviz.files import data_dir, runs_dir
 

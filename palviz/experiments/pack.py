@@ -7,7 +7,7 @@ unpack the file into their own ``runs/`` and execute the notebooks without train
 The archive is a gzip-compressed tar of run folders, ``<key>/spec.json``, ``metrics.json``,
 ``features.npz``, ``umap_*.npz`` and, only when asked, ``checkpoint.pt``, beside one small
 member :data:`MANIFEST`: palviz's version and
-:data:`~palviz.experiments.runcache.CACHE_SCHEMA` (a run's key hashes both, so another
+:data:`~palviz.experiments.runspec.CACHE_SCHEMA` (a run's key hashes both, so another
 version's runs would never be read), the profile, the notebooks, the keys of the runs it
 holds, and the planned runs that were not cached (``missing``).
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import palviz
-from palviz.experiments.runcache import CACHE_SCHEMA
+from palviz.experiments.runspec import CACHE_SCHEMA
 from palviz.files import atomic_write, require_writable, runs_dir, storage_errors
 
 MANIFEST = "manifest.json"

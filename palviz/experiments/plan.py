@@ -34,7 +34,7 @@ from palviz.checks import (
     invalid,
 )
 from palviz.experiments import recipes
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 from palviz.files import resolve_profile
 
 

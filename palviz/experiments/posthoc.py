@@ -31,7 +31,8 @@ from palviz import data as pdata
 from palviz import metrics as pmetrics
 from palviz.diagnosis_posthoc import tau_norm_logits
 from palviz.evaluation import evaluate
-from palviz.experiments.runcache import RunResult, RunSpec, prepare_data
+from palviz.experiments.runcache import RunResult, prepare_data
+from palviz.experiments.runspec import RunSpec
 from palviz.models import make_model
 
 #: The post-hoc methods and the table label each gets, ``"CE"`` standing for the run's label.

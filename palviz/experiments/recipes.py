@@ -6,7 +6,7 @@ of literal data in :data:`LONG_TAILED_PROFILES` or :data:`NOISY_PROFILES`
 (:mod:`palviz.experiments.profiles`): data, schedule, and the methods it trains, named
 (registering a method never changes a profile).
 The ``*_setup``, ``*_spec`` and ``*_grid`` functions turn both into
-:class:`~palviz.experiments.runcache.RunSpec` objects for the run cache
+:class:`~palviz.experiments.runspec.RunSpec` objects for the run cache
 (:mod:`palviz.experiments.runcache`); given ``datasets`` (a notebook's ``DATASETS``) they train
 those instead of the profile's, each registered dataset (:func:`palviz.data.register_dataset`)
 with its network (:func:`network_for`) and the profile's schedule. Also how tables name the
@@ -26,7 +26,7 @@ from palviz.checks import check_choice, check_choices
 from palviz.experiments import methods as pmethods
 from palviz.experiments.methods import dataset_family
 from palviz.experiments.profiles import LONG_TAILED_PROFILES, NOISY_PROFILES
-from palviz.experiments.runcache import RunSpec
+from palviz.experiments.runspec import RunSpec
 from palviz.files import resolve_profile
 from palviz.theory import noise_aware_scale
 from palviz.train import TrainConfig

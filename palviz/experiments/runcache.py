@@ -1,11 +1,13 @@
-"""The run cache: a training run as plain data (:class:`RunSpec`), its result
-(:class:`RunResult`), and :func:`run`, which trains a spec once in this process and serves it
-from ``runs/`` afterwards (training many runs in other processes is
+"""The run cache: a run's result (:class:`RunResult`) and :func:`run`, which trains a spec
+(:class:`~palviz.experiments.runspec.RunSpec`) once in this process and serves it from
+``runs/`` afterwards (training many runs in other processes is
 :func:`palviz.experiments.cluster.run_many`'s, which builds on this module).
 
 A run's result is cached under ``runs/<key>/``, where ``key`` is a hash of the full spec plus
-palviz's version and :data:`CACHE_SCHEMA`, so changing anything that could change the result
-(including a fixed bug, by bumping the version or schema) trains again, and nothing else does:
+palviz's version and :data:`~palviz.experiments.runspec.CACHE_SCHEMA`
+(:meth:`~palviz.experiments.runspec.RunSpec.key`), so changing anything that could change the
+result (including a fixed bug, by bumping the version or schema) trains again, and nothing
+else does:
 
 - ``spec.json``     the spec, for people
 - ``checkpoint.pt`` the trainer's checkpoint (model, optimiser, history; ``weights_only=True``);
@@ -24,13 +26,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import json
-import numbers
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,257 +40,27 @@ import torch
 import palviz
 from palviz import data as pdata
 from palviz import metrics as pmetrics
-from palviz.checks import (
-    ArgumentTypeError,
-    check_choice,
-    check_positive,
-    check_probability,
-    check_real,
-    invalid,
-)
-from palviz.cpu import pin_label, pin_state
+from palviz.cpu import pin_state
 from palviz.experiments.cachedir import (
     check_cache_writable,
     checkpoint_problem,
     entry_problem,
     quarantine,
 )
+from palviz.experiments.runspec import RunSpec
 from palviz.files import (
     DiskFullError,
     StorageError,
     cache_dir,
     runs_dir,
     save_npz,
-    setting_key,
     storage_errors,
     write_json,
 )
-from palviz.heads import HEAD_KINDS, HEADS, PROTOTYPE_ORIENTATIONS
 from palviz.losses import registry
-from palviz.models import check_arch, make_model
+from palviz.models import make_model
 from palviz.threads import single_thread
-from palviz.train import TrainConfig, evaluate, fit, resolve_device
-
-#: Bump when the meaning or layout of cached results changes.
-CACHE_SCHEMA = 5  # 5: the key holds the CPU pin and the data's fingerprint; held_out
-
-#: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
-#: most 200 test samples (each class present keeps at least one).
-TOY = {"epochs": 1, "train": 200, "test": 200}
-
-
-def toy_sizes() -> dict | None:
-    """``RunSpec.toy`` of a spec made now without one: :data:`TOY` when ``$PALVIZ_TOY`` is set
-    (to anything but ``""``/``"0"``), else ``None``. The way a test or a command asks for the
-    ``paper`` profile's code path end to end on a CPU: the variable is read only when a spec
-    is made, and the spec then says it is a toy run (its ``spec.json`` and its key)."""
-    if os.environ.get("PALVIZ_TOY", "") in ("", "0"):
-        return None
-    return dict(TOY)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One training run, as plain data. Everything here enters the cache key except
-    ``label`` (a display name).
-
-    - ``imbalance_ratio``: 1 keeps the balanced training split; rho > 1 keeps a seeded
-      long-tailed subset (``lt_shape`` "exp" or "step", docs/reference.md 1).
-    - ``noise_rate``/``noise_kind``: synthetic label noise on the training labels only
-      (docs/reference.md 4), drawn with ``seed``.
-    - ``train_size``: keep a stratified subset of this many training samples first (used by
-      the ``smoke`` profile to stay within seconds); ``None`` keeps all.
-    - ``held_out``: set aside this many training samples of every class (seeded), before the
-      long-tailed cut, so that the cut is made from the rest: a balanced split, the head class
-      included, that the run never trains on (:func:`palviz.experiments.posthoc.held_out_split`
-      chooses post-hoc parameters there). 0 sets none aside.
-    - ``toy``: ``None``, or the toy sizes ``{"epochs", "train", "test"}``: the run keeps its
-      recipe but trains ``epochs`` epochs on a stratified subset of at most ``train`` samples
-      (cut after the long tail, before the noise), tested on at most ``test``. Default:
-      :func:`toy_sizes` (``$PALVIZ_TOY``), read as the spec is made.
-    - ``head``/``head_kw``: ``"linear"``, ``"cosine"`` (learnable, normalised) or
-      ``"anchored"`` (PAL; ``normalize=True, scale=s`` is FNPAL).
-
-    Every field is checked when the spec is made (a ``ValueError``, or a ``TypeError`` for a
-    value of the wrong type, naming ``RunSpec.<field>``, the value and what is allowed): the
-    dataset, network, loss and head are ones palviz knows, the network reads the dataset's
-    samples; ``loss_kw`` and ``head_kw`` hold arguments of the loss's and the head's
-    constructors (whose values those constructors check when the run builds them), ``train``
-    may be a dict. Making a spec builds nothing.
-    """
-
-    dataset: str
-    arch: str
-    loss: str
-    loss_kw: dict = field(default_factory=dict)
-    head: str = "linear"
-    head_kw: dict = field(default_factory=dict)
-    imbalance_ratio: float = 1.0
-    lt_shape: str = "exp"
-    noise_rate: float = 0.0
-    noise_kind: str = "symmetric"
-    train_size: int | None = None
-    held_out: int = 0
-    toy: dict | None = field(default_factory=toy_sizes)
-    seed: int = 0
-    train: TrainConfig = field(default_factory=TrainConfig)
-    label: str = ""
-
-    def __post_init__(self):
-        # Every field is checked before a key or a folder exists; a ``train`` dict becomes its
-        # TrainConfig, nothing else is converted: the key is a hash of the fields as given.
-        check_choice("RunSpec.dataset", self.dataset, pdata.DATASETS)
-        check_arch("RunSpec.arch", self.arch, reads=pdata.dataset_info(self.dataset))
-        _check_loss(self.loss, self.loss_kw)
-        _check_head(self.head, self.head_kw)
-        check_choice("RunSpec.lt_shape", self.lt_shape, pdata.LONG_TAIL_SHAPES)
-        if check_real("RunSpec.imbalance_ratio", self.imbalance_ratio) < 1:
-            raise invalid("RunSpec.imbalance_ratio", self.imbalance_ratio, ">= 1")
-        check_probability("RunSpec.noise_rate", self.noise_rate)
-        check_choice("RunSpec.noise_kind", self.noise_kind, ("symmetric", "asymmetric"))
-        if self.train_size is not None:
-            _check_int_field("train_size", self.train_size, 2, "None or an integer >= 2")
-        _check_toy(self.toy)
-        _check_int_field("held_out", self.held_out, 0, "an integer >= 0")
-        _check_int_field("seed", self.seed, 0, "an integer >= 0")
-        if isinstance(self.train, dict):
-            object.__setattr__(self, "train", _train_config(self.train))
-        if not isinstance(self.train, TrainConfig):
-            raise _wrong_type("RunSpec.train", self.train, "a TrainConfig (or its dict)")
-        if not isinstance(self.label, str):
-            raise _wrong_type("RunSpec.label", self.label, "a string")
-
-    def to_dict(self) -> dict:
-        """The spec as JSON-ready data (``train`` as a dict)."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> RunSpec:
-        """The inverse of :meth:`to_dict` (e.g. of a line of ``palviz plan --jsonl``); unknown
-        or missing fields are an error naming them, and every field is checked as in
-        :class:`RunSpec`."""
-        if not isinstance(d, dict):
-            raise _wrong_type("RunSpec.from_dict's argument", d, "a dict of RunSpec fields")
-        fields = dataclasses.fields(cls)
-        names = [f.name for f in fields]
-        unknown = sorted(set(d) - set(names))
-        if unknown:
-            raise ValueError(f"unknown RunSpec fields {unknown}; allowed: {sorted(names)}")
-        required = [f.name for f in fields if f.default is f.default_factory is dataclasses.MISSING]
-        missing = [name for name in required if name not in d]
-        if missing:
-            raise ValueError(f"missing RunSpec fields {missing}; required: {required}")
-        return cls(**d)
-
-    def key(self) -> str:
-        """16 hex digits identifying the result: a hash of the spec (without ``label`` and
-        ``train.progress``, which only change how it is shown), palviz's version, the
-        :data:`CACHE_SCHEMA`, the dataset's content (:func:`palviz.data.dataset_fingerprint`:
-        a changed loader trains again), this process's CPU pin (:func:`palviz.cpu.pin_label`:
-        a run unpinned never stands in for a pinned one) and, for a noisy spec,
-        :data:`palviz.data.NOISE_REVISION`."""
-        payload = self.to_dict()
-        payload.pop("label")
-        payload["train"].pop("progress")
-        payload["_version"] = palviz.__version__
-        payload["_schema"] = CACHE_SCHEMA
-        payload["_data"] = pdata.dataset_fingerprint(self.dataset)
-        payload["_cpu"] = pin_label()
-        if self.noise_rate > 0:
-            payload["_noise_revision"] = pdata.NOISE_REVISION
-        return setting_key(payload, default=_jsonable)
-
-    def replace(self, **changes: Any) -> RunSpec:
-        """A copy with some fields changed (``train=dict(...)`` updates the TrainConfig)."""
-        if isinstance(changes.get("train"), dict):
-            changes["train"] = dataclasses.replace(self.train, **changes["train"])
-        return dataclasses.replace(self, **changes)
-
-
-def _wrong_type(name: str, value: Any, rule: str) -> ArgumentTypeError:
-    return ArgumentTypeError(str(invalid(name, value, rule)))
-
-
-def _check_int_field(field_name: str, value: Any, minimum: int, rule: str) -> None:
-    """``RunSpec.<field_name>`` is an int (not a bool) >= ``minimum``."""
-    name = f"RunSpec.{field_name}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise _wrong_type(name, value, rule)
-    if value < minimum:
-        raise invalid(name, value, rule)
-
-
-def _check_toy(toy: Any) -> None:
-    """``RunSpec.toy`` is ``None`` or ``{"epochs", "train", "test"}`` of integers >= 1."""
-    rule = 'None or a dict {"epochs", "train", "test"} of integers >= 1'
-    if toy is not None and (not isinstance(toy, dict) or set(toy) != set(TOY)):
-        raise _wrong_type("RunSpec.toy", toy, rule)
-    for value in (toy or {}).values():
-        _check_int_field("toy", value, 1, rule)
-
-
-def _train_config(d: dict) -> TrainConfig:
-    """``RunSpec.train`` given as a dict: its TrainConfig, an error naming the field."""
-    try:
-        return TrainConfig.from_dict(d)
-    except TypeError as err:
-        raise ArgumentTypeError(f"RunSpec.train: {err}") from None
-    except ValueError as err:
-        raise ValueError(f"RunSpec.train: {err}") from None
-
-
-def _check_loss(loss: Any, loss_kw: Any) -> None:
-    """``RunSpec.loss`` is registered and ``RunSpec.loss_kw`` holds arguments it takes."""
-    check_choice("RunSpec.loss", loss, tuple(registry.LOSSES))
-    if not isinstance(loss_kw, dict):
-        raise _wrong_type("RunSpec.loss_kw", loss_kw, f"a dict of arguments of loss {loss!r}")
-    registry.check_loss_kw(loss, loss_kw, field_name="RunSpec.loss_kw")
-
-
-def _head_arguments(head: str) -> tuple[str, ...]:
-    """The arguments ``RunSpec.head_kw`` may pass to head ``head``: its constructor's, but
-    ``in_features`` and ``num_classes`` (the model supplies them)."""
-    params = inspect.signature(HEADS[head]).parameters
-    return tuple(
-        name
-        for name, p in params.items()
-        if name not in ("in_features", "num_classes")
-        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    )
-
-
-def _check_head(head: Any, head_kw: Any) -> None:
-    """``RunSpec.head`` is a head palviz knows, ``RunSpec.head_kw`` holds arguments it takes
-    (an anchored head's ``orientation`` one of :data:`palviz.heads.PROTOTYPE_ORIENTATIONS`, a
-    ``scale`` > 0)."""
-    check_choice("RunSpec.head", head, HEAD_KINDS)
-    allowed = _head_arguments(head)
-    if not isinstance(head_kw, dict):
-        raise _wrong_type(
-            "RunSpec.head_kw", head_kw, f"a dict of arguments of the {head!r} head {allowed}"
-        )
-    for key in head_kw:
-        if key not in allowed:
-            raise invalid(
-                "RunSpec.head_kw",
-                head_kw,
-                f"a dict of arguments of the {head!r} head, keys from {list(allowed)} "
-                f"({key!r} is not one of them)",
-            )
-    if "orientation" in head_kw:
-        check_choice(
-            "RunSpec.head_kw['orientation']", head_kw["orientation"], PROTOTYPE_ORIENTATIONS
-        )
-    if "scale" in head_kw:
-        check_positive("RunSpec.head_kw['scale']", head_kw["scale"])
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (tuple, set)):
-        return list(value)
-    raise TypeError(f"cannot put {type(value).__name__} into a run spec")
+from palviz.train import evaluate, fit, resolve_device
 
 
 @dataclass
@@ -358,31 +128,26 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
     info = pdata.dataset_info(spec.dataset)
     x, y = pdata.load_dataset(spec.dataset, "train")
     x_test, y_test = pdata.load_dataset(spec.dataset, "test")
-    index = np.arange(len(y))  # the samples of the training split the run trains on
-    if spec.train_size is not None:
-        keep = pdata.stratified_subset(y.numpy(), spec.train_size, spec.seed)
-        x, y, index = x[keep], y[keep], index[keep]
+    labels = np.asarray(y)
+    # the samples of the training split the run trains on, cut step by step
+    index = pdata.stratified_subset(labels, spec.train_size, spec.seed)
     aside = pdata.held_out_indices(
-        np.asarray(y), spec.held_out, info.num_classes, spec.seed, "RunSpec.held_out"
+        labels[index], spec.held_out, info.num_classes, spec.seed, "RunSpec.held_out"
     )
-    held_out = (x[aside], y[aside])
-    rest = np.setdiff1d(np.arange(len(y)), aside)
-    x, y, index = x[rest], y[rest], index[rest]
+    held_out = (x[index[aside]], y[index[aside]])
+    index = np.delete(index, aside)
     if spec.imbalance_ratio > 1:
-        keep, _, _ = pdata.make_long_tailed(
-            np.arange(len(y)), y, spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
+        index, _, _ = pdata.make_long_tailed(
+            index, labels[index], spec.imbalance_ratio, shape=spec.lt_shape, seed=spec.seed
         )
-        x, y, index = x[keep], y[keep], index[keep]
-    split_counts = np.bincount(np.asarray(y), minlength=info.num_classes).tolist()
+    split_counts = np.bincount(labels[index], minlength=info.num_classes).tolist()
     # the training set the spec describes, before any toy reduction; a toy run reduces it
     # before the labels are corrupted, so that its noise follows the rule on what it trains on
     if spec.toy is not None:
-        keep = pdata.covering_subset(np.asarray(y), spec.toy["train"], spec.seed)
-        x, y, index = x[keep], y[keep], index[keep]
+        index = index[pdata.covering_subset(labels[index], spec.toy["train"], spec.seed)]
         test_keep = pdata.covering_subset(np.asarray(y_test), spec.toy["test"], spec.seed)
         x_test, y_test = x_test[test_keep], y_test[test_keep]
-    clean = np.asarray(y).copy()
-    counts = np.bincount(clean, minlength=info.num_classes).tolist()
+    x, y, clean = x[index], y[index], labels[index]
     if spec.noise_rate > 0:
         noisy = pdata.add_label_noise(
             clean,
@@ -399,33 +164,25 @@ def prepare_data(spec: RunSpec) -> dict[str, Any]:
         "test": (x_test, y_test),
         "train_index": index,
         "held_out": held_out,
-        "train_counts": counts,
+        "train_counts": np.bincount(clean, minlength=info.num_classes).tolist(),
         "split_train_counts": split_counts,
         "clean_labels": clean,
         "noisy_labels": np.asarray(y),
     }
 
 
-def build_loss(spec: RunSpec, train_counts: Sequence[int], num_classes: int):
-    """The loss a spec names, given the training class counts: the registry hands the loss
-    the facts of the run it declares it needs (:mod:`palviz.losses.registry`)."""
-    return registry.build_loss(
-        spec.loss, spec.loss_kw, class_counts=train_counts, num_classes=num_classes
-    )
-
-
 def read_cached(spec: RunSpec, folder: Path | None = None) -> RunResult | None:
     """The finished, sound entry of ``spec`` (in ``folder``, by default ``runs/<key>``), or
-    ``None`` (missing, or broken: then moved aside with a warning)."""
+    ``None`` (missing, moved aside meanwhile by another process, or broken: then moved aside
+    with a warning)."""
     folder = runs_dir() / spec.key() if folder is None else folder
-    done = folder / "metrics.json"
-    if not done.exists():
-        return None
-    problem = entry_problem(folder)
-    if problem is not None:
-        quarantine(folder, problem, spec.label)
-        return None
-    return RunResult(spec, json.loads(done.read_text()), folder)
+    with contextlib.suppress(FileNotFoundError):  # moved aside by another process meanwhile
+        if (folder / "metrics.json").exists():
+            problem = entry_problem(folder)
+            if problem is None:
+                return RunResult(spec, json.loads((folder / "metrics.json").read_text()), folder)
+            quarantine(folder, problem, spec.label)
+    return None
 
 
 def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
@@ -439,26 +196,19 @@ def run(spec: RunSpec, *, retrain: bool = False) -> RunResult:
     """
     from palviz.experiments.locks import RunLock
 
-    root = runs_dir()
-    folder = root / spec.key()
-    if not retrain:
-        with contextlib.suppress(FileNotFoundError):  # moved aside by another worker meanwhile
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
+    folder = runs_dir() / spec.key()
+    cached = None if retrain else read_cached(spec, folder)
+    if cached is not None:
+        return cached
     check_cache_writable([spec])
-    lock = RunLock(root, spec.key())
+    lock = RunLock(folder.parent, spec.key())
+    # another worker holding the lock may finish the run meanwhile: then read its result
     while not lock.acquire(done=lambda: not retrain and (folder / "metrics.json").exists()):
-        with contextlib.suppress(FileNotFoundError):
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
+        if (cached := read_cached(spec, folder)) is not None:
+            return cached
     try:
-        if not retrain:
-            cached = read_cached(spec, folder)
-            if cached is not None:
-                return cached
-        return _train(spec, folder, retrain=retrain)
+        cached = None if retrain else read_cached(spec, folder)
+        return cached if cached is not None else _train(spec, folder, retrain=retrain)
     finally:
         lock.release()
 
@@ -470,20 +220,21 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
         problem = checkpoint_problem(checkpoint, thorough=True)
         if problem is not None:
             quarantine(folder, problem, spec.label)
-    # The data first: a run that cannot read it (e.g. a dataset not downloaded) leaves no entry.
+    # The data, the model and the loss first: a run that cannot read its data (e.g. a dataset
+    # not downloaded) or build its head or loss (their constructors check the values of
+    # ``head_kw`` and ``loss_kw``) leaves no entry.
     prepared = prepare_data(spec)
+    model = _initial_model(spec)
+    k, counts = prepared["info"].num_classes, prepared["train_counts"]
+    loss_fn = registry.build_loss(spec.loss, spec.loss_kw, class_counts=counts, num_classes=k)
     with storage_errors(folder):
         folder.mkdir(parents=True, exist_ok=True)
     for leftover in folder.glob(".*.tmp"):  # half-written files of a killed run
         with contextlib.suppress(OSError):
             leftover.unlink()
     write_json(folder / "spec.json", spec.to_dict())
-    info = prepared["info"]
     epochs = spec.train.epochs if spec.toy is None else spec.toy["epochs"]  # a toy run stops early
     config = dataclasses.replace(spec.train, epochs=epochs)
-    torch.manual_seed(spec.seed)
-    model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
-    loss_fn = build_loss(spec, prepared["train_counts"], info.num_classes)
     start = time.perf_counter()
     cpu = resolve_device(config.device).type == "cpu"
     # One thread on a CPU: the CPU-sized nets gain nothing from more, run_many trains two runs
@@ -495,35 +246,31 @@ def _train(spec: RunSpec, folder: Path, *, retrain: bool) -> RunResult:
             prepared["train"],
             prepared["test"],
             config,
-            cls_num_list=prepared["train_counts"],
+            cls_num_list=counts,
             checkpoint_path=checkpoint,
             resume=checkpoint.exists() and not retrain,
             name=f"{spec.key()} ({spec.label})" if spec.label else spec.key(),
         )
-        x_test, y_test = prepared["test"]
-        ev = evaluate(model, x_test, y_test, mean=config.mean, std=config.std)
-    seconds = time.perf_counter() - start
-    metrics = _summarise(spec, record, ev, model, prepared, seconds)
-    if spec.toy is not None:
-        metrics["toy"] = spec.toy
-    prototypes = model.head.prototypes.detach().cpu().numpy()
+        ev = evaluate(model, *prepared["test"], mean=config.mean, std=config.std)
+    prototypes = model.head.prototypes.detach().cpu()
+    metrics = _summarise(spec, record, ev, prototypes, prepared, time.perf_counter() - start)
     save_npz(
         folder / "features.npz",
         features=np.asarray(ev["features"], dtype=np.float32),
         logits=np.asarray(ev["logits"], dtype=np.float32),
         targets=np.asarray(ev["targets"]),
-        prototypes=prototypes.astype(np.float32),
+        prototypes=prototypes.numpy().astype(np.float32),
     )
     write_json(folder / "metrics.json", metrics)
     return RunResult(spec, metrics, folder)
 
 
-def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
+def _summarise(spec, record, ev, prototypes, prepared, seconds) -> dict:
+    """The ``metrics.json`` of a run: what a table or figure needs of it."""
     k = prepared["info"].num_classes
     counts = prepared["train_counts"]
     logits, targets, feats = ev["logits"], ev["targets"], ev["features"]
     per_class = pmetrics.per_class_accuracy(logits, targets, k)
-    prototypes = model.head.prototypes.detach().cpu()
     out = {
         "label": spec.label,
         "key": spec.key(),
@@ -550,6 +297,8 @@ def _summarise(spec, record, ev, model, prepared, seconds) -> dict:
         clean, noisy = prepared["clean_labels"], prepared["noisy_labels"]
         out["transition_matrix"] = pmetrics.transition_matrix(clean, noisy, k).tolist()
         out["realised_noise_rate"] = float(pmetrics.realised_noise_rate(clean, noisy))
+    if spec.toy is not None:
+        out["toy"] = spec.toy
     return out
 
 
@@ -572,15 +321,19 @@ def is_cached(spec: RunSpec) -> bool:
     return (folder / "metrics.json").exists() and entry_problem(folder) is None
 
 
+def _initial_model(spec: RunSpec) -> torch.nn.Module:
+    """The model ``spec`` trains, as initialised (torch seeded with ``spec.seed``)."""
+    info = pdata.dataset_info(spec.dataset)
+    torch.manual_seed(spec.seed)
+    return make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
+
+
 def initial_prototypes(spec: RunSpec) -> np.ndarray:
     """The head's class vectors ``[num_classes, feat_dim]`` at initialisation, exactly as
     :func:`run` builds the model (seeded with ``spec.seed``), without training; the global
     torch random state is left as it was. Epoch 0 of a prototype-angle curve."""
-    info = pdata.dataset_info(spec.dataset)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(spec.seed)
-        model = make_model(spec.arch, info.num_classes, spec.head, shape=info.shape, **spec.head_kw)
-    return model.head.prototypes.detach().cpu().numpy()
+        return _initial_model(spec).head.prototypes.detach().cpu().numpy()
 
 
 def cpu_seconds() -> float:
