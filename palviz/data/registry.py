@@ -176,7 +176,9 @@ def _networks(network: Any, shape: tuple[int, ...]) -> tuple[tuple[str, str], ..
             readers = [arch for arch in candidates if input_problem(arch, shape) is None]
             if not readers:
                 reads = ", ".join(f"{arch} {arch_input(arch)}" for arch in candidates)
-                raise invalid("shape", shape, f"one a {task.replace('_', '-')} network reads: {reads}")
+                raise invalid(
+                    "shape", shape, f"one a {task.replace('_', '-')} network reads: {reads}"
+                )
             pairs.append((task, readers[0]))
         return tuple(pairs)
     by_task = dict.fromkeys(TASKS, network) if isinstance(network, str) else network
