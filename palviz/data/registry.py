@@ -59,10 +59,8 @@ __all__ = [
     "INFERRED_NETWORKS",
     "TASKS",
     "DatasetInfo",
-    "Loader",
     "check_dataset",
     "dataset_info",
-    "dataset_loader",
     "import_dataset_modules",
     "register_dataset",
 ]
