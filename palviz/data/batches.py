@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -128,21 +129,21 @@ def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return g
 
 
+@dataclass
 class _EpochBatches:
     """An iterator over one epoch's batches that knows how many there are (for progress bars)."""
 
-    def __init__(self, batches: Iterator[tuple[torch.Tensor, torch.Tensor]], length: int):
-        self._batches = batches
-        self._length = length
+    batches: Iterator[tuple[torch.Tensor, torch.Tensor]]
+    length: int
 
     def __iter__(self) -> _EpochBatches:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return next(self._batches)
+        return next(self.batches)
 
     def __len__(self) -> int:
-        return self._length
+        return self.length
 
 
 class BatchIterator:
@@ -261,9 +262,8 @@ class BatchIterator:
         else:
             offsets = flips = None
         # drawn last, and only when asked for: the other draws stay as they were without it
-        angles = None
-        if self.rotation > 0:
-            angles = (torch.rand(n, generator=g) * 2 - 1) * self.rotation
+        rotate = self.rotation > 0
+        angles = (torch.rand(n, generator=g) * 2 - 1) * self.rotation if rotate else None
         return _EpochBatches(self._batches(order, offsets, flips, angles), len(self))
 
     def _batches(
