@@ -221,9 +221,7 @@ class BatchIterator:
                 )
         auto = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device if device is not None else auto)
-        if x.dtype != torch.uint8:
-            x = x.float()
-        self.x = x.to(self.device)
+        self.x = (x if x.dtype == torch.uint8 else x.float()).to(self.device)
         self.y = y.long().to(self.device)
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)

@@ -190,10 +190,6 @@ def _as_declared(name: str, split: str, x, y) -> tuple[torch.Tensor, torch.Tenso
     return x, y
 
 
-def _root(root: Path | None) -> Path:
-    return root if root is not None else data_dir()
-
-
 # The arrays of the MNIST-1D cache (as the generator names them) and their dtypes.
 _MNIST1D_ARRAYS = {"x": np.float32, "y": np.int64, "x_test": np.float32, "y_test": np.int64}
 
@@ -248,8 +244,9 @@ def _mnist1d_read(path: Path) -> dict[str, np.ndarray]:
 
 
 def _load_mnist1d(split: str, root: Path | None, download: bool = False):
-    root = _root(root)
-    path = root / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
+    path = (
+        (root or data_dir()) / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
+    )
     arrays = None
     if path.is_file():
         try:
@@ -327,7 +324,7 @@ def _load_downloaded(
     """One split of a downloaded dataset, read by ``read(paths, info)`` from its ``files`` in the
     data folder, each the name or else the name with one of ``suffixes`` (MNIST's may be
     gzipped); torchvision fetches them first where one is missing and ``download`` allows it."""
-    root = _root(given_root)
+    root = given_root or data_dir()
     root_arg = f", root={str(root)!r}" if given_root is not None else ""
     fetch = (
         f"`palviz download {name}` (from the project root), or in Python with "
