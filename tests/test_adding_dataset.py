@@ -32,7 +32,7 @@ def doc_blocks() -> list[str]:
 @pytest.fixture
 def registry_copy(monkeypatch):
     """The registry as it is, restored after the test (whatever it registers)."""
-    for name in ("_INFOS", "_LOADERS", "_IMPORTED", "FINGERPRINTS"):
+    for name in ("_INFOS", "_LOADERS", "FINGERPRINTS"):
         monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
     monkeypatch.setenv(pdata.DATASET_MODULES_ENV, "")  # restored after, whatever sets it
     monkeypatch.delenv(pdata.DATASET_MODULES_ENV)

@@ -69,17 +69,6 @@ def test_step_shape_keeps_the_first_half_and_cuts_the_rest():
     assert long_tail_counts(100, 5, 10, "step") == [100, 100, 10, 10, 10]
 
 
-def test_profile_is_a_deprecated_alias_of_shape():
-    with pytest.warns(DeprecationWarning, match="now shape="):
-        assert long_tail_counts(100, 5, 10, profile="step") == [100, 100, 10, 10, 10]
-    y = np.repeat(np.arange(4), 20)
-    with pytest.warns(DeprecationWarning, match="now shape="):
-        _, _, counts = make_long_tailed(y[:, None], y, 4, profile="step")
-    assert counts == [20, 20, 5, 5]
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="profile must be"):
-        long_tail_counts(100, 5, 10, shape="exp2", profile="step")
-
-
 @pytest.mark.parametrize(
     ("args", "kwargs", "message"),
     [

@@ -48,7 +48,7 @@ register_dataset("blobs", load, num_classes=4, shape=(40,), network="cnn1d", tit
 @pytest.fixture
 def registry_copy(monkeypatch):
     """The registry as it is, restored after the test (whatever it registers)."""
-    for name in ("_INFOS", "_LOADERS", "_IMPORTED", "FINGERPRINTS"):
+    for name in ("_INFOS", "_LOADERS", "FINGERPRINTS"):
         monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
     monkeypatch.setenv(pdata.DATASET_MODULES_ENV, "")  # restored after, whatever sets it
     monkeypatch.delenv(pdata.DATASET_MODULES_ENV)

@@ -21,11 +21,12 @@ Two kinds of data, kept apart on purpose:
 Every dataset is declared once, in the registry (:mod:`palviz.data.registry`:
 :func:`register_dataset`, :func:`dataset_info`, :data:`DATASETS`), with the network each
 table trains on it, the built-ins by
-:mod:`palviz.data.datasets` (``load_dataset``, the CIFAR and MNIST readers) and a dataset of
-one's own by a module that calls :func:`register_dataset` (named by
-``$PALVIZ_DATASET_MODULES`` or a notebook's ``DATASET_MODULES``). The batches live in
-:mod:`palviz.data.batches`, long-tailed subsets in :mod:`palviz.data.longtail` and label noise
-in :mod:`palviz.data.noise`; every public name is re-exported here, so
+:mod:`palviz.data.datasets` (``load_dataset``; the CIFAR and MNIST file formats are read by
+:mod:`palviz.data.formats`) and a dataset of one's own by a module that calls
+:func:`register_dataset` (named by ``$PALVIZ_DATASET_MODULES`` or a notebook's
+``DATASET_MODULES``). The batches live in :mod:`palviz.data.batches`, long-tailed subsets in
+:mod:`palviz.data.longtail` and label noise in :mod:`palviz.data.noise`; every public name of
+these modules (each one's ``__all__``) is re-exported here, so
 ``from palviz.data import load_dataset`` keeps working.
 
 Images are returned as ``uint8`` tensors ``N x C x H x W``; normalisation and augmentation
@@ -33,82 +34,18 @@ belong to the batch pipeline (:class:`BatchIterator`, :func:`normalize_images`).
 ``float32`` ``N x D``; labels are ``int64``.
 
 Long-tailed subsets follow the LDAM-DRW convention (docs/reference.md 1) and label noise follows
-docs/reference.md 4: exactly ``int(rate * n_class)`` flipped labels per class, so the realised
-rate is the nominal one.
+docs/reference.md 4: exactly :func:`flip_count` ``(rate, n_class)`` flipped labels per class (the
+nearest integer to ``rate * n_class``), so the realised rate is the nominal one.
 """
 
 from __future__ import annotations
 
-from palviz.data.batches import BatchIterator, normalize_images, rotate_images
-from palviz.data.datasets import (
-    BUILTIN_DATASETS,
-    MNIST1D_NUM_SAMPLES,
-    MNIST1D_SEED,
-    DatasetFileError,
-    dataset_fingerprint,
-    load_dataset,
-    missing_datasets,
-)
-from palviz.data.longtail import (
-    LONG_TAIL_SHAPES,
-    covering_subset,
-    held_out_indices,
-    long_tail_counts,
-    long_tail_indices,
-    make_long_tailed,
-    stratified_subset,
-)
-from palviz.data.noise import (
-    ASYMMETRIC_MAPS,
-    NOISE_REVISION,
-    add_label_noise,
-    asymmetric_map,
-    flip_count,
-)
-from palviz.data.registry import (
-    DATASET_MODULES_ENV,
-    DATASET_TITLES,
-    DATASETS,
-    INFERRED_NETWORKS,
-    TASKS,
-    DatasetInfo,
-    check_dataset,
-    dataset_info,
-    import_dataset_modules,
-    register_dataset,
-)
+from palviz.data import batches, datasets, longtail, noise, registry
 
-__all__ = [
-    "ASYMMETRIC_MAPS",
-    "BUILTIN_DATASETS",
-    "DATASETS",
-    "DATASET_MODULES_ENV",
-    "DATASET_TITLES",
-    "INFERRED_NETWORKS",
-    "LONG_TAIL_SHAPES",
-    "MNIST1D_NUM_SAMPLES",
-    "MNIST1D_SEED",
-    "NOISE_REVISION",
-    "TASKS",
-    "BatchIterator",
-    "DatasetFileError",
-    "DatasetInfo",
-    "covering_subset",
-    "dataset_fingerprint",
-    "held_out_indices",
-    "add_label_noise",
-    "asymmetric_map",
-    "flip_count",
-    "check_dataset",
-    "dataset_info",
-    "import_dataset_modules",
-    "load_dataset",
-    "long_tail_counts",
-    "long_tail_indices",
-    "make_long_tailed",
-    "missing_datasets",
-    "normalize_images",
-    "register_dataset",
-    "rotate_images",
-    "stratified_subset",
-]
+# Every public name of the modules (their __all__), importable from palviz.data.
+_MODULES = (registry, datasets, batches, longtail, noise)
+for _module in _MODULES:
+    globals().update({name: getattr(_module, name) for name in _module.__all__})
+
+__all__ = [name for _module in _MODULES for name in _module.__all__]
+del _module

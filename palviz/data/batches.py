@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -29,10 +30,7 @@ def _stats_tensor(
     for images (``ndim == 4``), ``(D,)`` or ``()`` for everything else."""
     if values is None:
         return None
-    if isinstance(values, torch.Tensor):
-        t = values.detach().to(device=device, dtype=torch.float32)
-    else:
-        t = torch.as_tensor(np.asarray(values, dtype=np.float32), device=device)
+    t = torch.as_tensor(values, dtype=torch.float32, device=device).detach()
     if name == "std" and bool((t <= 0).any()):
         raise ValueError(f"std must be > 0, got {t.tolist()}")
     if ndim == 4:
@@ -61,15 +59,18 @@ def normalize_images(
         raise ValueError(
             f"x_uint8 must have 4 dimensions (N x C x H x W), got shape {tuple(x_uint8.shape)}"
         )
-    x = x_uint8.float()
-    if x_uint8.dtype == torch.uint8:
-        x = x / 255.0
-    m = _stats_tensor(mean, "mean", 4, x.device)
-    s = _stats_tensor(std, "std", 4, x.device)
-    if m is not None:
-        x = x - m
-    if s is not None:
-        x = x / s
+    m = _stats_tensor(mean, "mean", 4, x_uint8.device)
+    return _standardise(x_uint8, m, _stats_tensor(std, "std", 4, x_uint8.device))
+
+
+def _standardise(x: torch.Tensor, mean: torch.Tensor | None, std: torch.Tensor | None):
+    """``(x / 255 - mean) / std`` in float32 (``x / 255`` for ``uint8`` only), skipping a
+    ``None`` statistic."""
+    x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+    if mean is not None:
+        x = x - mean
+    if std is not None:
+        x = x / std
     return x
 
 
@@ -128,27 +129,21 @@ def _epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return g
 
 
-def _default_device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
+@dataclass
 class _EpochBatches:
     """An iterator over one epoch's batches that knows how many there are (for progress bars)."""
 
-    def __init__(self, batches: Iterator[tuple[torch.Tensor, torch.Tensor]], length: int):
-        self._batches = batches
-        self._length = length
+    batches: Iterator[tuple[torch.Tensor, torch.Tensor]]
+    length: int
 
     def __iter__(self) -> _EpochBatches:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return next(self._batches)
+        return next(self.batches)
 
     def __len__(self) -> int:
-        return self._length
+        return self.length
 
 
 class BatchIterator:
@@ -219,18 +214,14 @@ class BatchIterator:
             raise ValueError(f"y must be 1-D (N labels), got shape {tuple(y.shape)}")
         if len(x) != len(y):
             raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y)}")
-        if augment and x.dim() != 4:
-            raise ValueError(
-                f"augment=True needs N x C x H x W images, got x of shape {tuple(x.shape)}"
-            )
-        if rotation > 0 and x.dim() != 4:
-            raise ValueError(
-                f"rotation={rotation:g} needs N x C x H x W images, got x of shape {tuple(x.shape)}"
-            )
-        self.device = _default_device(device)
-        if x.dtype != torch.uint8:
-            x = x.float()
-        self.x = x.to(self.device)
+        for asked, what in ((augment, "augment=True"), (rotation > 0, f"rotation={rotation:g}")):
+            if asked and x.dim() != 4:
+                raise ValueError(
+                    f"{what} needs N x C x H x W images, got x of shape {tuple(x.shape)}"
+                )
+        auto = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device if device is not None else auto)
+        self.x = (x if x.dtype == torch.uint8 else x.float()).to(self.device)
         self.y = y.long().to(self.device)
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
@@ -269,9 +260,8 @@ class BatchIterator:
         else:
             offsets = flips = None
         # drawn last, and only when asked for: the other draws stay as they were without it
-        angles = None
-        if self.rotation > 0:
-            angles = (torch.rand(n, generator=g) * 2 - 1) * self.rotation
+        rotate = self.rotation > 0
+        angles = (torch.rand(n, generator=g) * 2 - 1) * self.rotation if rotate else None
         return _EpochBatches(self._batches(order, offsets, flips, angles), len(self))
 
     def _batches(
@@ -285,11 +275,11 @@ class BatchIterator:
             sl = slice(b * self.batch_size, (b + 1) * self.batch_size)
             idx = order[sl].to(self.device)
             xb = self.x[idx]
-            if offsets is not None and flips is not None:
+            if offsets is not None:
                 xb = self._crop_flip(xb, offsets[sl].to(self.device), flips[sl].to(self.device))
             if angles is not None:
                 xb = rotate_images(xb, angles[sl])
-            yield self._convert(xb), self.y[idx]
+            yield _standardise(xb, self.mean, self.std), self.y[idx]
 
     def _crop_flip(
         self, xb: torch.Tensor, offsets: torch.Tensor, flips: torch.Tensor
@@ -309,11 +299,3 @@ class BatchIterator:
         bi = torch.arange(bsz, device=xb.device)[:, None, None]
         out = padded[bi, rows[:, :, None], cols[:, None, :]]  # [B, H, W, C]
         return out.permute(0, 3, 1, 2).contiguous()
-
-    def _convert(self, xb: torch.Tensor) -> torch.Tensor:
-        xb = xb.float() / 255.0 if xb.dtype == torch.uint8 else xb.float()
-        if self.mean is not None:
-            xb = xb - self.mean
-        if self.std is not None:
-            xb = xb / self.std
-        return xb

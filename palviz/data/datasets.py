@@ -2,7 +2,7 @@
 
 :func:`load_dataset` returns one split of any registered dataset (:mod:`palviz.data.registry`:
 the built-ins below and those a user registers), checked against its declaration. The real
-datasets are read in their on-disk formats by the small readers at the end of this module
+datasets are read in their on-disk formats by the small readers of :mod:`palviz.data.formats`
 (CIFAR's python pickles, MNIST's idx files), so tests can write stand-in files in the same
 format. The data policy (embedded datasets never touch the network; downloaded ones only when
 asked) is described in :mod:`palviz.data`, which re-exports every public name here.
@@ -10,16 +10,11 @@ asked) is described in :mod:`palviz.data`, which re-exports every public name he
 Damaged and hostile files: every reader checks what it reads. A downloaded file that is
 truncated or is not what its name says raises :class:`DatasetFileError`, naming the file, what is
 wrong and how to fetch it again; a damaged MNIST-1D cache is generated again, with a warning.
-CIFAR's pickles are read by an unpickler that admits only what a CIFAR batch holds (dicts,
-lists, strings, bytes, numbers and numpy arrays), so a planted pickle is refused, not run.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import math
-import pickle
 import random
 import warnings
 import zipfile
@@ -31,8 +26,10 @@ import numpy as np
 import torch
 
 from palviz.checks import check_choice
+from palviz.data.formats import Damaged, read_cifar_batch, read_idx
 from palviz.data.registry import (
     FINGERPRINTS,
+    DatasetInfo,
     check_dataset,
     dataset_info,
     dataset_loader,
@@ -97,11 +94,6 @@ class DatasetFileError(ValueError):
 
     def __reduce__(self):  # so that it crosses process boundaries (worker pools) intact
         return type(self), (self.path, self.dataset, self.problem, self.remedy)
-
-
-class _Damaged(Exception):
-    """Raised by the readers below: what is wrong with the file (a :class:`DatasetFileError`
-    is made from it by the loader, which knows the dataset and how to fetch it)."""
 
 
 def load_dataset(
@@ -198,10 +190,6 @@ def _as_declared(name: str, split: str, x, y) -> tuple[torch.Tensor, torch.Tenso
     return x, y
 
 
-def _root(root: Path | None) -> Path:
-    return root if root is not None else data_dir()
-
-
 # The arrays of the MNIST-1D cache (as the generator names them) and their dtypes.
 _MNIST1D_ARRAYS = {"x": np.float32, "y": np.int64, "x_test": np.float32, "y_test": np.int64}
 
@@ -223,45 +211,47 @@ def _mnist1d_generate() -> dict[str, np.ndarray]:
 
 
 def _mnist1d_read(path: Path) -> dict[str, np.ndarray]:
-    """The four arrays of the MNIST-1D cache, checked; :class:`_Damaged` if they are not sound."""
+    """The four arrays of the MNIST-1D cache, checked; :class:`~palviz.data.formats.Damaged`
+    if they are not sound."""
     try:
         loaded = np.load(path)  # allow_pickle=False: a pickle here is refused, not run
         if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise _Damaged("not an .npz archive but a single .npy array")
+            raise Damaged("not an .npz archive but a single .npy array")
         with loaded:
             absent = [key for key in _MNIST1D_ARRAYS if key not in loaded.files]
             if absent:
-                raise _Damaged(f"the arrays {absent} are missing")
+                raise Damaged(f"the arrays {absent} are missing")
             arrays = {key: loaded[key] for key in _MNIST1D_ARRAYS}
     except PermissionError:
         raise
     except (OSError, EOFError, ValueError, zlib.error, zipfile.BadZipFile) as err:
-        raise _Damaged(f"not a readable .npz archive ({type(err).__name__}: {err})") from err
+        raise Damaged(f"not a readable .npz archive ({type(err).__name__}: {err})") from err
     (width,) = dataset_info("mnist1d").shape
     classes = dataset_info("mnist1d").num_classes
     for kx, ky in (("x", "y"), ("x_test", "y_test")):
         x, y = arrays[kx], arrays[ky]
         want_x, want_y = np.dtype(_MNIST1D_ARRAYS[kx]), np.dtype(_MNIST1D_ARRAYS[ky])
         if x.dtype != want_x or x.ndim != 2 or x.shape[1] != width:
-            raise _Damaged(f"{kx} is {x.dtype} of shape {x.shape}, expected {want_x} N x {width}")
+            raise Damaged(f"{kx} is {x.dtype} of shape {x.shape}, expected {want_x} N x {width}")
         if y.dtype != want_y or y.shape != (len(x),):
-            raise _Damaged(f"{ky} is {y.dtype} of shape {y.shape}, expected {want_y} ({len(x)},)")
+            raise Damaged(f"{ky} is {y.dtype} of shape {y.shape}, expected {want_y} ({len(x)},)")
         if not np.isfinite(x).all() or y.min(initial=0) < 0 or y.max(initial=0) >= classes:
-            raise _Damaged(f"{kx} / {ky} hold values out of range")
+            raise Damaged(f"{kx} / {ky} hold values out of range")
     total = len(arrays["x"]) + len(arrays["x_test"])
     if total != MNIST1D_NUM_SAMPLES:
-        raise _Damaged(f"it holds {total} samples, expected {MNIST1D_NUM_SAMPLES}")
+        raise Damaged(f"it holds {total} samples, expected {MNIST1D_NUM_SAMPLES}")
     return arrays
 
 
 def _load_mnist1d(split: str, root: Path | None, download: bool = False):
-    root = _root(root)
-    path = root / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
+    path = (
+        (root or data_dir()) / "mnist1d" / f"mnist1d_n{MNIST1D_NUM_SAMPLES}_seed{MNIST1D_SEED}.npz"
+    )
     arrays = None
     if path.is_file():
         try:
             arrays = _mnist1d_read(path)
-        except _Damaged as err:
+        except Damaged as err:
             warnings.warn(
                 f"the MNIST-1D cache {path} is damaged ({err}); generating it again "
                 "(offline, a few seconds) and replacing it",
@@ -297,266 +287,94 @@ def _load_digits(split: str, root: Path | None = None, download: bool = False):
     return torch.from_numpy(images[idx]), torch.from_numpy(labels[idx])
 
 
-def _fetch_hint(name: str, root: Path, custom_root: bool) -> str:
-    root_arg = f", root={str(root)!r}" if custom_root else ""
-    return (
+# ---- The downloaded datasets: CIFAR's python pickles and MNIST's idx files ---------------
+
+
+def _reading(path: Path, read, *args):
+    """``read(path, *args)``; a :class:`Damaged` it raises names ``path``."""
+    try:
+        return read(path, *args)
+    except Damaged as err:
+        err.path = path
+        raise
+
+
+def _read_cifar(paths: list[Path], info: DatasetInfo):
+    label_key = "labels" if info.name == "cifar10" else "fine_labels"
+    args = (label_key, info.shape, info.num_classes)
+    batches = [_reading(path, read_cifar_batch, *args) for path in paths]
+    return tuple(np.concatenate(arrays) for arrays in zip(*batches, strict=True))
+
+
+def _read_mnist(paths: list[Path], info: DatasetInfo):
+    item_shapes = (info.shape[1:], ())  # N x 28 x 28 images, N labels
+    images, labels = (_reading(p, read_idx, s) for p, s in zip(paths, item_shapes, strict=True))
+    if len(labels) != len(images):
+        problem = f"it holds {len(labels)} labels, {paths[0].name} holds {len(images)} images"
+        raise Damaged(problem, paths[1])
+    if labels.max(initial=0) >= info.num_classes:
+        problem = f"its labels run up to {labels.max()}, outside 0..{info.num_classes - 1}"
+        raise Damaged(problem, paths[1])
+    return images[:, None], labels.astype(np.int64)
+
+
+def _load_downloaded(
+    name: str, split: str, given_root: Path | None, download: bool, files, read, suffixes=("",)
+):
+    """One split of a downloaded dataset, read by ``read(paths, info)`` from its ``files`` in the
+    data folder, each the name or else the name with one of ``suffixes`` (MNIST's may be
+    gzipped); torchvision fetches them first where one is missing and ``download`` allows it."""
+    root = given_root or data_dir()
+    root_arg = f", root={str(root)!r}" if given_root is not None else ""
+    fetch = (
         f"`palviz download {name}` (from the project root), or in Python with "
         f"`palviz.data.load_dataset({name!r}{root_arg}, download=True)`"
     )
 
+    def find() -> list[Path]:  # the first of each file's names that exists, else the plain one
+        names = [[root / f"{file}{suffix}" for suffix in suffixes] for file in files]
+        return [next((p for p in paths if p.is_file()), paths[0]) for paths in names]
 
-def _missing_error(name: str, root: Path, missing: Path, custom_root: bool) -> FileNotFoundError:
-    return FileNotFoundError(
-        f"{name} is not downloaded: {missing} does not exist. Fetch it with "
-        f"{_fetch_hint(name, root, custom_root)}."
-    )
-
-
-def _damaged_error(
-    name: str, root: Path, path: Path, err: _Damaged, custom_root: bool
-) -> DatasetFileError:
-    # The download fetches only missing files (it reads those present), hence "delete it".
-    remedy = f"Delete it, then fetch it again with {_fetch_hint(name, root, custom_root)}."
-    return DatasetFileError(path, name, str(err), remedy)
-
-
-# ---- CIFAR: the python pickles of https://www.cs.toronto.edu/~kriz/cifar.html -----------------
-
-_CIFAR_LAYOUT = {
-    "cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)], ["test_batch"]),
-    "cifar100": ("cifar-100-python", ["train"], ["test"]),
-}
-
-
-def _latin1_encode(text: object, encoding: object = "latin1") -> bytes:
-    """``_codecs.encode`` as Python 3 pickles non-empty ``bytes`` under protocols 0-2, for
-    that use only (a ``str`` and ``"latin1"``)."""
-    if not isinstance(text, str) or encoding != "latin1":
-        raise _Damaged(
-            "not a CIFAR batch: its pickle calls _codecs.encode other than to make bytes "
-            "(refused, not run)"
+    paths = find()
+    missing = [path for path in paths if not path.is_file()]
+    if missing and not download:
+        raise FileNotFoundError(
+            f"{name} is not downloaded: {missing[0]} does not exist. Fetch it with {fetch}."
         )
-    return text.encode("latin1")
-
-
-# Every global a pickled CIFAR batch may name, and what it resolves to. The official files
-# (pickled by Python 2 and numpy 1.x) name numpy.core.multiarray._reconstruct, numpy.ndarray
-# and numpy.dtype; numpy 2 pickles the same function under numpy._core, and protocol 5 pickles
-# an array with numpy's _frombuffer instead. Python 3 pickles bytes under protocols 0-2 with
-# _codecs.encode (latin-1) and the empty bytes with bytes(). Taking the functions from numpy's
-# own pickling makes the table right for every numpy version palviz supports.
-_NDARRAY_RECONSTRUCT = np.zeros(0).__reduce__()[0]
-_NDARRAY_FROMBUFFER = np.zeros(1).__reduce_ex__(5)[0]
-_CIFAR_GLOBALS = {
-    ("numpy.core.multiarray", "_reconstruct"): _NDARRAY_RECONSTRUCT,
-    ("numpy._core.multiarray", "_reconstruct"): _NDARRAY_RECONSTRUCT,
-    ("numpy.core.numeric", "_frombuffer"): _NDARRAY_FROMBUFFER,
-    ("numpy._core.numeric", "_frombuffer"): _NDARRAY_FROMBUFFER,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    ("_codecs", "encode"): _latin1_encode,
-    ("__builtin__", "bytes"): bytes,
-    ("builtins", "bytes"): bytes,
-}
-
-
-class _CifarUnpickler(pickle.Unpickler):
-    """Unpickles only what a CIFAR batch holds: dicts, lists, tuples, strings, bytes, numbers
-    and numpy arrays. Any other global a pickle names (a function to call, a class to build)
-    is refused before it is looked up, so nothing of a planted file is run."""
-
-    def find_class(self, module: str, name: str) -> object:
-        try:
-            return _CIFAR_GLOBALS[(module, name)]
-        except KeyError:
-            raise _Damaged(
-                f"not a CIFAR batch: its pickle asks for {module}.{name}, which a CIFAR batch "
-                "never holds (refused, not run)"
-            ) from None
-
-
-def _unpickle(path: Path) -> dict:
-    """Read one CIFAR batch with :class:`_CifarUnpickler`; the keys come back as ``str``."""
-    if path.stat().st_size == 0:
-        raise _Damaged("it is empty")
-    with open(path, "rb") as handle:
-        try:
-            # latin1: the official files were pickled by Python 2, whose str (the keys, the
-            # arrays' raw data) must come back byte for byte.
-            batch = _CifarUnpickler(handle, encoding="latin1").load()
-        except _Damaged:
-            raise
-        except Exception as err:  # a damaged pickle fails in many ways (EOF, bad opcode, ...)
-            what = (
-                "it is truncated"
-                if isinstance(err, EOFError) or "truncated" in str(err)
-                else "it is not a readable pickle"
-            )
-            raise _Damaged(f"{what} ({type(err).__name__}: {err})") from err
-    if not isinstance(batch, dict):
-        raise _Damaged(f"not a CIFAR batch: it holds a {type(batch).__name__}, not a dict")
-    # The official files load with str keys under latin1; files written by Python 3 keep bytes.
-    return {(k.decode("latin1") if isinstance(k, bytes) else k): v for k, v in batch.items()}
-
-
-def _cifar_arrays(name: str, batch: dict) -> tuple[np.ndarray, np.ndarray]:
-    """``(data N x 3 x 32 x 32, labels N)`` of one unpickled batch, checked."""
-    info = dataset_info(name)
-    label_key = "labels" if name == "cifar10" else "fine_labels"
-    absent = [k for k in ("data", label_key) if k not in batch]
-    if absent:
-        raise _Damaged(f"not a CIFAR batch: no {absent} key (it has {sorted(map(str, batch))})")
-    data, labels = batch["data"], batch[label_key]
-    size = math.prod(info.shape)
-    if not isinstance(data, np.ndarray):
-        raise _Damaged(f"its data is a {type(data).__name__}, a CIFAR batch holds a numpy array")
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != size:
-        raise _Damaged(
-            f"its data is {data.dtype} of shape {data.shape}, a CIFAR batch holds uint8 N x {size}"
-        )
-    try:
-        labels = np.asarray(labels)
-    except Exception as err:  # a ragged list, say
-        raise _Damaged(f"its {label_key!r} are not a list of class numbers ({err})") from err
-    if labels.shape != (len(data),) or (len(labels) and labels.dtype.kind not in "iu"):
-        raise _Damaged(
-            f"its {label_key!r} are not {len(data)} class numbers (one per image); got "
-            f"{labels.dtype} of shape {labels.shape}"
-        )
-    labels = labels.astype(np.int64)
-    if len(labels) and (labels.min() < 0 or labels.max() >= info.num_classes):
-        raise _Damaged(
-            f"its {label_key!r} run from {labels.min()} to {labels.max()}, outside 0.."
-            f"{info.num_classes - 1}"
-        )
-    return data.reshape(len(data), *info.shape), labels
-
-
-def _load_cifar(
-    name: str, split: str, given_root: Path | None, download: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    root, custom_root = _root(given_root), given_root is not None
-    folder, train_files, test_files = _CIFAR_LAYOUT[name]
-    paths = [root / folder / f for f in (train_files if split == "train" else test_files)]
-    missing = [p for p in paths if not p.is_file()]
     if missing:
-        if not download:
-            raise _missing_error(name, root, missing[0], custom_root)
         import torchvision
 
-        dataset_cls = (
-            torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
-        )
-        # torchvision downloads the archive, checks its MD5 and extracts it.
-        dataset_cls(str(root), train=split == "train", download=True)
-    xs, ys = [], []
-    for path in paths:
-        try:
-            data, labels = _cifar_arrays(name, _unpickle(path))
-        except _Damaged as err:
-            raise _damaged_error(name, root, path, err, custom_root) from err.__cause__
-        xs.append(data)
-        ys.append(labels)
-    return torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
-
-
-# ---- MNIST: the idx files of http://yann.lecun.com/exdb/mnist/ ------------------------------
-
-_MNIST_FILES = {
-    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
-}
-
-
-def _find_idx(raw: Path, stem: str) -> Path | None:
-    for candidate in (raw / stem, raw / f"{stem}.gz"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _read_idx(path: Path, item_shape: tuple[int, ...]) -> np.ndarray:
-    """Read an idx file of unsigned bytes (magic ``0x0000 08 ndim``, big-endian int32 sizes)
-    whose items have ``item_shape``; :class:`_Damaged` if it is not one."""
+        # torchvision.datasets.MNIST, CIFAR10 or CIFAR100 downloads the files, checks their
+        # MD5 and extracts them.
+        fetcher = getattr(torchvision.datasets, name.upper())
+        fetcher(str(root), train=split == "train", download=True)
+        paths = find()
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rb") as handle:
-                raw = handle.read()
-        else:
-            raw = path.read_bytes()
-    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        what = "truncated" if isinstance(err, EOFError) else "not a readable .gz file"
-        raise _Damaged(f"{what} ({type(err).__name__}: {err})") from err
-    ndim = 1 + len(item_shape)
-    magic = bytes([0, 0, 0x08, ndim])
-    header = 4 + 4 * ndim
-    if not raw:
-        raise _Damaged("it is empty")
-    if len(raw) >= 4 and raw[:4] != magic:
-        raise _Damaged(
-            f"wrong magic number 0x{raw[:4].hex()} (an idx file of {ndim}-d unsigned bytes "
-            f"starts with 0x{magic.hex()})"
-        )
-    if len(raw) < header:
-        raise _Damaged(f"truncated: {len(raw)} bytes, shorter than its {header}-byte header")
-    dims = tuple(int(d) for d in np.frombuffer(raw, dtype=">i4", count=ndim, offset=4))
-    if dims[1:] != item_shape:
-        raise _Damaged(f"its header gives the shape {list(dims)}, expected N x {item_shape}")
-    data = np.frombuffer(raw, dtype=np.uint8, offset=header)
-    if data.size != math.prod(dims):
-        what = "truncated" if data.size < math.prod(dims) else "wrong size"
-        raise _Damaged(
-            f"{what}: {data.size} bytes of data, its header {list(dims)} says {math.prod(dims)}"
-        )
-    return data.reshape(dims).copy()
-
-
-def _load_mnist(
-    split: str, given_root: Path | None, download: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    root, custom_root = _root(given_root), given_root is not None
-    raw = root / "MNIST" / "raw"
-    image_stem, label_stem = _MNIST_FILES[split]
-    found = [_find_idx(raw, image_stem), _find_idx(raw, label_stem)]
-    if None in found:
-        if not download:
-            missing = raw / (image_stem if found[0] is None else label_stem)
-            raise _missing_error("mnist", root, missing, custom_root)
-        import torchvision
-
-        # torchvision downloads the gzipped idx files, checks their MD5 and extracts them.
-        torchvision.datasets.MNIST(str(root), train=split == "train", download=True)
-        found = [_find_idx(raw, image_stem), _find_idx(raw, label_stem)]
-    info = dataset_info("mnist")
-
-    def damaged(path: Path, err: _Damaged) -> DatasetFileError:
-        return _damaged_error("mnist", root, path, err, custom_root)
-
-    arrays = []
-    for path, item_shape in zip(found, (info.shape[1:], ()), strict=True):  # N x 28 x 28, N
-        try:
-            arrays.append(_read_idx(path, item_shape))
-        except _Damaged as err:
-            raise damaged(path, err) from err.__cause__
-    images, labels = arrays
-    if len(labels) != len(images):
-        problem = f"it holds {len(labels)} labels, {found[0].name} holds {len(images)} images"
-        raise damaged(found[1], _Damaged(problem)) from None
-    if labels.max(initial=0) >= info.num_classes:
-        problem = f"its labels run up to {labels.max()}, outside 0..{info.num_classes - 1}"
-        raise damaged(found[1], _Damaged(problem)) from None
-    return torch.from_numpy(images[:, None]), torch.from_numpy(labels.astype(np.int64))
+        return read(paths, dataset_info(name))
+    except Damaged as err:
+        # The download fetches only missing files (it reads those present), hence "delete it".
+        remedy = f"Delete it, then fetch it again with {fetch}."
+        raise DatasetFileError(err.path, name, err.problem, remedy) from err.__cause__
 
 
 # ---- The built-in datasets, declared -----------------------------------------------------
 
 
+def _load_mnist(split: str, root: Path | None, download: bool):
+    prefix = "MNIST/raw/" + ("train" if split == "train" else "t10k")
+    files = [f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"]
+    return _load_downloaded("mnist", split, root, download, files, _read_mnist, ("", ".gz"))
+
+
 def _load_cifar10(split: str, root: Path | None, download: bool):
-    return _load_cifar("cifar10", split, root, download)
+    batches = [f"data_batch_{i}" for i in range(1, 6)] if split == "train" else ["test_batch"]
+    files = [f"cifar-10-batches-py/{batch}" for batch in batches]
+    return _load_downloaded("cifar10", split, root, download, files, _read_cifar)
 
 
 def _load_cifar100(split: str, root: Path | None, download: bool):
-    return _load_cifar("cifar100", split, root, download)
+    files = [f"cifar-100-python/{split}"]
+    return _load_downloaded("cifar100", split, root, download, files, _read_cifar)
 
 
 #: The downloaded datasets' version (:func:`dataset_fingerprint`): the files torchvision

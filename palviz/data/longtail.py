@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,28 +23,11 @@ __all__ = [
 LONG_TAIL_SHAPES = ("exp", "step")
 
 
-def _long_tail_shape(shape: str, profile: str | None, stacklevel: int = 3) -> str:
-    """``shape``, or the deprecated ``profile=`` keyword that named it before."""
-    if profile is None:
-        return check_choice("shape", shape, LONG_TAIL_SHAPES)
-    warnings.warn(
-        "the profile= argument of the long-tail helpers is now shape= ('exp' or 'step'); "
-        "'profile' names the run size (smoke, quick, paper) everywhere else",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
-    if shape != "exp" and shape != profile:
-        raise invalid("profile", profile, f"left out when shape is given (shape={shape!r})")
-    return check_choice("profile", profile, LONG_TAIL_SHAPES)
-
-
 def long_tail_counts(
     n_max: int,
     num_classes: int,
     imbalance_ratio: float,
     shape: str = "exp",
-    *,
-    profile: str | None = None,
 ) -> list[int]:
     """Per-class sample counts of a long-tailed set (LDAM-DRW convention).
 
@@ -61,7 +43,6 @@ def long_tail_counts(
         num_classes: ``C >= 2``.
         imbalance_ratio: ``rho = n_max / n_min >= 1`` (1 gives a balanced set).
         shape: ``"exp"`` or ``"step"``.
-        profile: the old name of ``shape``, deprecated (a ``DeprecationWarning``).
 
     Raises:
         ValueError: an argument out of range, or a ratio that would leave a class empty.
@@ -70,8 +51,7 @@ def long_tail_counts(
     num_classes = check_num_classes(num_classes)
     if check_real("imbalance_ratio", imbalance_ratio) < 1:
         raise invalid("imbalance_ratio", imbalance_ratio, ">= 1")
-    shape = _long_tail_shape(shape, profile)
-    if shape == "exp":
+    if check_choice("shape", shape, LONG_TAIL_SHAPES) == "exp":
         counts = [
             int(n_max * (1.0 / imbalance_ratio) ** (i / (num_classes - 1)))
             for i in range(num_classes)
@@ -142,8 +122,6 @@ def make_long_tailed(
     shape: str = "exp",
     seed: int = 0,
     n_max: int | None = None,
-    *,
-    profile: str | None = None,
 ) -> tuple[torch.Tensor | np.ndarray, torch.Tensor | np.ndarray, list[int]]:
     """A long-tailed subset of a balanced training split.
 
@@ -155,13 +133,11 @@ def make_long_tailed(
         seed: the seed of the per-class draw (see :func:`long_tail_indices`).
         n_max: samples of the head class; default the smallest per-class count of ``y``, so
             every class can supply its share (docs/reference.md 1, embedded data).
-        profile: the old name of ``shape``, deprecated (a ``DeprecationWarning``).
 
     Returns:
         ``(x_lt, y_lt, counts)``: the subset (same type as the inputs, in the original order)
         and the per-class counts, class 0 the head.
     """
-    shape = _long_tail_shape(shape, profile)
     y_np = as_labels("y", y)
     if len(x) != len(y_np):
         raise ValueError(f"len(x) must equal len(y), got len(x)={len(x)}, len(y)={len(y_np)}")
@@ -172,15 +148,11 @@ def make_long_tailed(
         n_max = int(per_class.min())
     counts = long_tail_counts(n_max, len(per_class), imbalance_ratio, shape)
     idx = long_tail_indices(y_np, counts, seed)
-    if isinstance(x, torch.Tensor):
-        x_lt = x[torch.from_numpy(idx).to(x.device)]
-    else:
-        x_lt = x[idx]
-    if isinstance(y, torch.Tensor):
-        y_lt = y[torch.from_numpy(idx).to(y.device)]
-    else:
-        y_lt = np.asarray(y)[idx]
-    return x_lt, y_lt, counts
+
+    def take(a):  # the rows idx of a tensor (on its device) or an array
+        return a[torch.from_numpy(idx).to(a.device)] if isinstance(a, torch.Tensor) else a[idx]
+
+    return take(x), take(y if isinstance(y, torch.Tensor) else np.asarray(y)), counts
 
 
 def stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.ndarray:
@@ -196,11 +168,7 @@ def stratified_subset(targets: np.ndarray, size: int | None, seed: int) -> np.nd
     quota = size * sizes / len(targets)
     take = np.floor(quota).astype(int)
     take[np.argsort(take - quota, kind="stable")[: size - take.sum()]] += 1
-    keep = [
-        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
-        for c, n in zip(classes, take, strict=True)
-    ]
-    return np.sort(np.concatenate(keep))
+    return _draw(targets, zip(classes, take, strict=True), rng)
 
 
 def covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
@@ -212,11 +180,7 @@ def covering_subset(targets: np.ndarray, size: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, 7])
     classes, sizes = np.unique(targets, return_counts=True)
     take = np.minimum(sizes, np.maximum(1, np.floor(size * sizes / len(targets)).astype(int)))
-    keep = [
-        rng.choice(np.flatnonzero(targets == c), size=n, replace=False)
-        for c, n in zip(classes, take, strict=True)
-    ]
-    return np.sort(np.concatenate(keep))
+    return _draw(targets, zip(classes, take, strict=True), rng)
 
 
 def held_out_indices(
@@ -236,8 +200,11 @@ def held_out_indices(
             "class of the training split: it must keep one to train on)",
         )
     rng = np.random.default_rng([seed, 11])
-    drawn = [
-        rng.choice(np.flatnonzero(labels == c), per_class, replace=False)
-        for c in range(num_classes)
-    ]
+    return _draw(labels, ((c, per_class) for c in range(num_classes)), rng)
+
+
+def _draw(labels: np.ndarray, take, rng: np.random.Generator) -> np.ndarray:
+    """Sorted indices of ``n`` samples of class ``c`` for each ``(c, n)`` of ``take``, in
+    order, each class's drawn by ``rng`` without replacement."""
+    drawn = [rng.choice(np.flatnonzero(labels == c), size=n, replace=False) for c, n in take]
     return np.sort(np.concatenate(drawn))

@@ -124,18 +124,13 @@ def add_label_noise(
         else:
             num_classes = int(clean.max()) + 1 if clean.size else 1
     num_classes = check_num_classes(num_classes)
-    if clean.size and (clean.min() < 0 or clean.max() >= num_classes):
-        raise ValueError(
-            f"targets must lie in [0, {num_classes}) (num_classes), "
-            f"got values in [{clean.min()}, {clean.max()}]"
-        )
+    as_labels("targets", clean, num_classes)  # in [0, num_classes)
     mapping = asymmetric_map(dataset, num_classes) if kind == "asymmetric" else None
 
     rng = np.random.default_rng(seed)
     noisy = clean.copy()
-    for c in range(num_classes):
-        if mapping is not None and c not in mapping:
-            continue
+    # every class flips some labels, or (asymmetric) the map's source classes, in order
+    for c in range(num_classes) if mapping is None else sorted(mapping):
         members = np.flatnonzero(clean == c)
         k = flip_count(rate, len(members))
         if k == 0:

@@ -59,10 +59,8 @@ __all__ = [
     "INFERRED_NETWORKS",
     "TASKS",
     "DatasetInfo",
-    "Loader",
     "check_dataset",
     "dataset_info",
-    "dataset_loader",
     "import_dataset_modules",
     "register_dataset",
 ]
@@ -137,7 +135,6 @@ class DatasetInfo:
 
 _INFOS: dict[str, DatasetInfo] = {}
 _LOADERS: dict[str, Loader] = {}
-_IMPORTED: set[str] = set()  # the modules of $PALVIZ_DATASET_MODULES imported so far
 #: name -> fingerprint of what its loader returned, computed once per process
 #: (:func:`palviz.data.dataset_fingerprint`); a new registration forgets it
 FINGERPRINTS: dict[str, str] = {}
@@ -176,7 +173,9 @@ def _networks(network: Any, shape: tuple[int, ...]) -> tuple[tuple[str, str], ..
             readers = [arch for arch in candidates if input_problem(arch, shape) is None]
             if not readers:
                 reads = ", ".join(f"{arch} {arch_input(arch)}" for arch in candidates)
-                raise invalid("shape", shape, f"one a {task.replace('_', '-')} network reads: {reads}")
+                raise invalid(
+                    "shape", shape, f"one a {task.replace('_', '-')} network reads: {reads}"
+                )
             pairs.append((task, readers[0]))
         return tuple(pairs)
     by_task = dict.fromkeys(TASKS, network) if isinstance(network, str) else network
@@ -310,18 +309,17 @@ def _import(module: str, where: str) -> None:
             f"{where} {module!r} cannot be imported ({type(err).__name__}: {err}); it must be "
             "a module on sys.path (PYTHONPATH) that calls palviz.data.register_dataset"
         ) from err
-    _IMPORTED.add(module)
 
 
 def _find(name: Any) -> bool:
-    """Whether ``name`` is registered, after importing the not yet imported modules of
-    ``$PALVIZ_DATASET_MODULES`` if it is not."""
+    """Whether ``name`` is registered, after importing the modules of
+    ``$PALVIZ_DATASET_MODULES`` if it is not (one already imported is only looked up in
+    ``sys.modules``: it registers its datasets once)."""
     if not isinstance(name, str):
         return False
     if name not in _INFOS:
         for module in _env_modules():
-            if module not in _IMPORTED:
-                _import(module, f"${DATASET_MODULES_ENV} module")
+            _import(module, f"${DATASET_MODULES_ENV} module")
     return name in _INFOS
 
 
@@ -353,9 +351,6 @@ class _Names(Sequence):
 
     def __contains__(self, value: object) -> bool:
         return _find(value)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(tuple(_INFOS))
 
     def __repr__(self) -> str:
         return repr(tuple(_INFOS))
