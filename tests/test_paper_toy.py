@@ -79,7 +79,7 @@ def test_toy_runs_keep_the_recipe_at_a_tiny_size(toy_paper):
     spec = ex.lt_spec("LDAM-DRW", pal=True, profile="paper", dataset="cifar100")
     result = ex.run(spec)
     m = result.metrics
-    assert spec.toy == m["toy"] == TOY == {"epochs": 1, "train": 200, "test": 200}
+    assert spec.toy == m["toy"] == TOY == {"epochs": 1, "train": 100, "test": 100}
     assert len(m["history"]) == 1 and spec.train.epochs == 200
     assert m["profile_sizes"]["train"] <= TOY["train"] + 100 and min(m["train_counts"]) >= 1
     assert m["profile_sizes"]["test"] == TOY["test"]

@@ -25,9 +25,9 @@ from palviz.train import TrainConfig
 #: Bump when the meaning or layout of cached results changes.
 CACHE_SCHEMA = 5  # 5: the key holds the CPU pin and the data's fingerprint; held_out
 
-#: The toy sizes (``RunSpec.toy``): 1 epoch on at most 200 training samples, tested on at
-#: most 200 test samples (each class present keeps at least one).
-TOY = {"epochs": 1, "train": 200, "test": 200}
+#: The toy sizes (``RunSpec.toy``): 1 epoch on about 100 training samples, tested on about
+#: 100 test samples (each class present keeps at least one).
+TOY = {"epochs": 1, "train": 100, "test": 100}
 
 
 def toy_sizes() -> dict | None:
