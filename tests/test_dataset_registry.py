@@ -2,8 +2,8 @@
 train: the built-ins and a user's own, named by a module; a run whose network cannot read its
 dataset is refused when its spec is made, before anything is written; notebooks 06, 07, 08 and
 ``palviz plan`` take the datasets to train (06 also the ratios, for a dataset too small to cut
-at rho = 100); and notebook 06, executed through papermill, trains a dataset a user's module
-registers."""
+at rho = 100). That notebook 06, executed through papermill, trains a dataset a user's module
+registers is tests/test_adding_dataset.py (the worked example of docs/contributing.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-from notebook_support import execute, smoke_environment, trained
 
 from palviz import cli
 from palviz import data as pdata
@@ -406,18 +405,3 @@ def test_plan_lists_a_users_dataset_named_by_the_environment(
     assert cli.main(["plan", "--profile", "smoke", "--only", "06", "--datasets", "blobs"]) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if " blobs " in ln]
     assert lines and all(" cnn1d " in ln for ln in lines)
-
-
-def test_notebook_06_trains_a_users_dataset_named_by_its_parameters(
-    user_module, tmp_path, monkeypatch
-):
-    runs = smoke_environment(tmp_path, monkeypatch)
-    parameters = {"DATASET_MODULES": [user_module], "DATASETS": ["blobs"]}
-    execute("06", tmp_path / "06.ipynb", parameters)
-    pdata.import_dataset_modules((user_module,))  # as the kernel did: blobs is registered here too
-    specs = plan.experiment_specs("06", "smoke", datasets=("blobs",))
-    assert specs and {(s.dataset, s.arch) for s in specs} == {("blobs", "cnn1d")}
-    for spec in trained(runs, specs):
-        assert spec["dataset"] == "blobs"
-    (results,) = (tmp_path / "figures").rglob("06_*results.md")
-    assert "Blobs-40-LT, rho = 100" in results.read_text()

@@ -14,6 +14,7 @@ their kernels import the palviz of this checkout (``PYTHONPATH``), whichever cop
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from palviz.checks import ArgumentTypeError
+from palviz.experiments import recipes
 from palviz.parameters import TABLES, check_parameters, edges, rule
 
 papermill = pytest.importorskip("papermill")
@@ -418,3 +420,34 @@ def test_notebook_runs_at_the_edges_and_stops_early_on_a_wrong_type(number, case
     )
     # the cell that calls check_parameters, one further down for papermill's injected cell
     assert error.cell_index == check_call(number)[0] + 1 <= 5  # the first cells, before any work
+
+
+@pytest.mark.parametrize(("number", "case"), [("06", "high"), ("07", "high")])
+def test_the_training_fields_of_the_parameters_cell_reach_every_run_it_trains(number, case, runs):
+    """The high-edge run of 06 (3 epochs, lr 0.5, weight decay 0.05, batch 4096) and of 07
+    (lr 0.05, ...): every run the notebook asks for with those parameters was trained under
+    new cache keys and carries the new values on disk."""
+    from palviz.experiments import plan
+
+    out, error = runs.submit((number, case)).result()
+    assert error is None, error
+    # the parameters cell's names in lower case are the grid's (07's NOISE_KINDS: kinds)
+    given = {
+        {"NOISE_KINDS": "kinds"}.get(name, name.lower()): value
+        for name, value in _parameters(number, case).items()
+    }
+    accepted = set(inspect.signature(plan.EXPERIMENTS[number]).parameters) - {"profile", "train"}
+    changed = {k: given[k] for k in recipes.TRAIN_OVERRIDES}
+    specs = plan.experiment_specs(
+        number, "smoke", **{k: v for k, v in given.items() if k in accepted}, **changed
+    )
+    default = {s.key() for s in plan.experiment_specs(number, "smoke")}
+    assert specs and not {s.key() for s in specs} & default  # the change made new keys
+    for spec in specs:
+        folder = Path(os.environ["PALVIZ_RUNS"]) / spec.key()
+        assert (folder / "metrics.json").exists(), f"{spec.label} was not trained into {folder}"
+        train = json.loads((folder / "spec.json").read_text())["train"]
+        assert {k: train[k] for k in changed} == changed, spec.label
+    if number == "06":  # LDAM-DRW's schedule is re-scaled with the epochs: DRW at 80 % of 3
+        ldam = [s for s in specs if s.label == "LDAM-DRW"]
+        assert ldam and all(s.train.drw_epoch == 2 and s.train.milestones == (2, 3) for s in ldam)
