@@ -17,6 +17,9 @@ TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
 # empty: palviz figures reads $PALVIZ_PROFILE (else quick), as every palviz command does
 PROFILE ?=
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.cache/numba
+# pytest-xdist processes for make test, each test file whole in one of them (--dist loadfile:
+# a module's fixtures are set up once); 0 runs them in pytest's own process, one at a time
+TEST_WORKERS ?= 2
 # the network cut for the smoke book: `unshare -n` where the machine allows it (else the test
 # of the book runs it again behind a socket guard)
 NETCUT ?= $(shell unshare -n true 2>/dev/null && echo unshare -n || \
@@ -49,7 +52,7 @@ test: install-test lint
 		$(if $(NETCUT),$(NETCUT),) $(PY) -m palviz figures --profile smoke
 	PALVIZ_PROFILE=smoke PALVIZ_RUNS=$(CURDIR)/build/test-runs PALVIZ_REQUIRE_CLUSTER=1 \
 		$(if $(NETCUT),PALVIZ_BOOK=$(CURDIR)/build/smoke,) \
-		$(PY) -m pytest tests -p no:cacheprovider --durations=25
+		$(PY) -m pytest tests -p no:cacheprovider --durations=25 -n $(TEST_WORKERS) --dist loadfile
 
 # The browser test needs Debian's chromium and chromium-driver (.ci/run installs them).
 test-browser: install-test
