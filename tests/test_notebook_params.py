@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from palviz.checks import ArgumentTypeError
-from palviz.experiments import recipes
+from palviz.experiments import plan, recipes
 from palviz.parameters import TABLES, check_parameters, edges, rule
 
 papermill = pytest.importorskip("papermill")
@@ -427,9 +427,7 @@ def test_the_training_fields_of_the_parameters_cell_reach_every_run_it_trains(nu
     """The high-edge run of 06 (3 epochs, lr 0.5, weight decay 0.05, batch 4096) and of 07
     (lr 0.05, ...): every run the notebook asks for with those parameters was trained under
     new cache keys and carries the new values on disk."""
-    from palviz.experiments import plan
-
-    out, error = runs.submit((number, case)).result()
+    _, error = runs.submit((number, case)).result()
     assert error is None, error
     # the parameters cell's names in lower case are the grid's (07's NOISE_KINDS: kinds)
     given = {
